@@ -1,0 +1,1 @@
+"""Declarative engine profiles (one TOML file per engine), shipped as ``verifiedsql.dialects``."""

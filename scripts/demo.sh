@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# One command from a fresh clone to an answer: set everything up, then ask the sample database a
+# question with the embedded default model (Qwen2.5-Coder-1.5B-Instruct, local, no account needed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+QUESTION=${1:-"Which three customers spent the most money on orders that were not cancelled?"}
+echo
+echo "question: $QUESTION"
+.venv/bin/verifiedsql ask sqlite:///examples/shop.db "$QUESTION"

@@ -1,0 +1,80 @@
+"""End to end with the real embedded model (Qwen2.5-Coder-0.5B-Instruct) on a Spider dev database.
+
+These tests install the model on first use (about 0.5 GB, SHA-256 checked) and run in CI.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+import verifiedsql
+import verifiedsql.dbapi
+from verifiedsql.results import ResultSet, results_equivalent
+
+pytestmark = pytest.mark.e2e
+
+SPIDER = Path(os.environ.get("VERIFIEDSQL_SPIDER_DIR", Path(__file__).parents[2] / "shared" / "data" / "spider_dev"))
+MODEL = {"local_model": "0.5b", "llm_base_url": None, "llm_api_key": None}
+
+
+@pytest.fixture
+def concert_singer(tmp_path):
+    source = SPIDER / "database" / "concert_singer" / "concert_singer.sqlite"
+    if not source.exists():
+        pytest.fail(f"Spider dev data not found at {SPIDER}; set VERIFIEDSQL_SPIDER_DIR")
+    path = tmp_path / "concert_singer.sqlite"
+    shutil.copy(source, path)
+    return path
+
+
+def gold(path, sql):
+    with sa.create_engine(f"sqlite:///{path}").connect() as conn:
+        result = conn.execute(sa.text(sql))
+        return ResultSet(tuple(result.keys()), tuple(tuple(r) for r in result))
+
+
+@pytest.fixture(autouse=True)
+def no_configured_endpoint(monkeypatch):
+    for name in ("VERIFIEDSQL_LLM_BASE_URL", "VERIFIEDSQL_LLM_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_engine_answers_a_spider_question_with_the_local_model(concert_singer):
+    engine = verifiedsql.create_engine(f"sqlite:///{concert_singer}", local_model="0.5b")
+    with engine.connect() as conn:
+        result = conn.execute(verifiedsql.ask("How many singers do we have?"))
+        rows = result.all()
+    report = result.verification
+    expected = gold(concert_singer, "SELECT count(*) FROM singer")
+    assert results_equivalent(ResultSet(("n",), tuple(rows)), expected), report.summary()
+    assert len(report.candidates) == 5 and report.total_tokens > 0
+    assert all(call.model.startswith("qwen2.5-coder-0.5b") for call in report.llm_calls)
+    assert report.confidence in ("unanimous", "majority", "unverified")
+
+
+def test_dbapi_question_with_the_local_model(concert_singer):
+    import sqlite3
+
+    conn = verifiedsql.dbapi.connect(sqlite3.connect(concert_singer), local_model="0.5b", candidates=3)
+    cur = conn.cursor()
+    cur.execute("What are the names of the stadiums with capacity above 5000?")
+    rows = cur.fetchall()
+    expected = gold(concert_singer, "SELECT name FROM stadium WHERE capacity > 5000")
+    assert results_equivalent(ResultSet(("name",), tuple(rows)), expected), cur.verification.summary()
+
+
+def test_cli_prints_rows_and_a_summary(concert_singer):
+    completed = subprocess.run(
+        [sys.executable, "-m", "verifiedsql.cli", "ask", f"sqlite:///{concert_singer}",
+         "How many concerts are there?", "--model", "0.5b", "--candidates", "3"],
+        capture_output=True, text=True, timeout=600,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VERIFIEDSQL_LLM"))},
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "(1 row)" in completed.stdout and "confidence:" in completed.stdout
+    assert "model call 1: generate" in completed.stderr

@@ -1,0 +1,36 @@
+from verifiedsql.llm.prompts import extract_sql, generation_messages, refinement_messages
+from verifiedsql.profiles import profile_for
+
+
+def test_extracts_fenced_sql():
+    assert extract_sql("Sure!\n```sql\nSELECT 1;\n```\nDone.") == "SELECT 1"
+
+
+def test_extracts_unfenced_sql_after_prose():
+    assert extract_sql("The answer is: SELECT name FROM t WHERE x = 1") == "SELECT name FROM t WHERE x = 1"
+
+
+def test_extracts_unterminated_fence():
+    assert extract_sql("```sql\nWITH a AS (SELECT 1) SELECT * FROM a") == "WITH a AS (SELECT 1) SELECT * FROM a"
+
+
+def test_prose_without_sql_is_none():
+    assert extract_sql("I am sorry, I cannot help with that.") is None
+    assert extract_sql("") is None
+
+
+def test_generation_prompt_carries_dialect_hints_schema_and_question():
+    profile = profile_for("postgresql")
+    system, user = generation_messages(profile, "CREATE TABLE t (a INT);", "How many?")
+    assert "PostgreSQL" in system["content"] and "ILIKE" in system["content"]
+    assert "CREATE TABLE t" in user["content"] and "How many?" in user["content"]
+
+
+def test_refinement_prompt_shows_failed_sql_and_error():
+    msgs = refinement_messages(profile_for("sqlite"), "schema", "q", "SELECT nope", "no such column: nope")
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
+    assert "SELECT nope" in msgs[-1]["content"] and "no such column" in msgs[-1]["content"]
+
+
+def test_fenced_non_query_is_returned_for_the_guard_to_refuse():
+    assert extract_sql("```sql\nDELETE FROM t;\n```") == "DELETE FROM t"

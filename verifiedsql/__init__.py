@@ -1,0 +1,33 @@
+"""verifiedsql: ask a database questions in plain language; the SQL is verified before it answers.
+
+    engine = verifiedsql.create_engine("sqlite:///shop.db")
+    with engine.connect() as conn:
+        result = conn.execute(verifiedsql.ask("How many customers are from Brazil?"))
+        result.all(), result.verification
+"""
+
+from .config import LLMSettings, Options
+from .engine import Ask, VerifiedResult, ask, create_engine
+from .errors import (
+    ConfigurationError,
+    LLMError,
+    ModelInstallError,
+    NoAnswerError,
+    NotConfiguredError,
+    QueryError,
+    QueryTimeoutError,
+    QuestionError,
+    ReplayMissError,
+    UnsafeSQLError,
+    VerifiedSQLError,
+)
+from .report import VerificationReport
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Ask", "ConfigurationError", "LLMError", "LLMSettings", "ModelInstallError", "NoAnswerError",
+    "NotConfiguredError", "Options", "QueryError", "QueryTimeoutError", "QuestionError",
+    "ReplayMissError", "UnsafeSQLError", "VerificationReport", "VerifiedResult", "VerifiedSQLError",
+    "ask", "create_engine",
+]

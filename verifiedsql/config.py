@@ -1,0 +1,115 @@
+"""User-facing options, with environment-variable fallbacks for the LLM settings."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from .errors import ConfigurationError
+
+CacheMode = Literal["off", "readwrite", "replay"]
+LOCAL_MODELS = ("1.5b", "0.5b")
+
+
+def _env(*names: str) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """Where the model lives. With no base URL and no API key, the embedded local model is used."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    local_model: str = "1.5b"
+    timeout_s: float = 180.0
+    max_retries: int = 3
+    local_threads: int | None = None
+
+    @property
+    def uses_embedded_model(self) -> bool:
+        return not self.base_url and not self.api_key
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> "LLMSettings":
+        settings = cls(
+            base_url=_env("VERIFIEDSQL_LLM_BASE_URL", "OPENAI_BASE_URL"),
+            model=_env("VERIFIEDSQL_LLM_MODEL", "OPENAI_MODEL"),
+            api_key=_env("VERIFIEDSQL_LLM_API_KEY", "OPENAI_API_KEY"),
+            local_model=_env("VERIFIEDSQL_LOCAL_MODEL") or "1.5b",
+        )
+        settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+        if settings.local_model not in LOCAL_MODELS:
+            raise ConfigurationError(
+                f"local_model={settings.local_model!r} is not known; choose one of {LOCAL_MODELS}."
+            )
+        return settings
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything a verified engine or connection can be told. Defaults suit an interactive user."""
+
+    llm: LLMSettings = field(default_factory=LLMSettings.from_env)
+    cache_path: Path | None = None
+    cache_mode: CacheMode = "off"
+    candidates: int = 5
+    temperature: float = 0.7
+    max_refinements: int = 2
+    row_cap: int = 10_000
+    statement_timeout_s: float = 30.0
+    sample_values: int = 3
+    max_question_chars: int = 4_000
+    schema: str | None = None
+    max_tokens: int = 512
+
+    def __post_init__(self) -> None:
+        if self.cache_mode not in ("off", "readwrite", "replay"):
+            raise ConfigurationError(
+                f"cache_mode={self.cache_mode!r}: use 'off', 'readwrite' or 'replay'."
+            )
+        if self.cache_mode != "off" and self.cache_path is None:
+            raise ConfigurationError(f"cache_mode={self.cache_mode!r} needs cache_path=<file>.")
+        if self.candidates < 1:
+            raise ConfigurationError("candidates must be at least 1.")
+        if self.row_cap < 1 or self.statement_timeout_s <= 0:
+            raise ConfigurationError("row_cap and statement_timeout_s must be positive.")
+
+    @classmethod
+    def build(cls, values: Mapping[str, Any] | None = None) -> "Options":
+        """Options from keyword values; LLM keys are ``llm_base_url``, ``llm_model``, ``llm_api_key``,
+        ``local_model``, ``llm_timeout_s``, ``llm_max_retries``; ``cache`` is a shorthand for cache_path
+        with read-write mode."""
+        values = dict(values or {})
+        llm = values.pop("llm", None)
+        llm_keys = {
+            "llm_base_url": "base_url", "llm_model": "model", "llm_api_key": "api_key",
+            "local_model": "local_model", "llm_timeout_s": "timeout_s",
+            "llm_max_retries": "max_retries", "local_threads": "local_threads",
+        }
+        llm_overrides = {llm_keys[k]: values.pop(k) for k in list(values) if k in llm_keys}
+        if llm is None:
+            llm = LLMSettings.from_env(**llm_overrides)
+        elif llm_overrides:
+            llm = replace(llm, **llm_overrides)
+        if "cache" in values:
+            cache = values.pop("cache")
+            if cache is not None:
+                values.setdefault("cache_path", cache)
+                values.setdefault("cache_mode", "readwrite")
+        if values.get("cache_path") is not None:
+            values["cache_path"] = Path(values["cache_path"])
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown verifiedsql option(s) {unknown}; known: {sorted(known | set(llm_keys) | {'cache'})}."
+            )
+        return cls(llm=llm, **values)

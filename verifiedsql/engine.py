@@ -1,0 +1,112 @@
+"""SQLAlchemy integration: ``create_engine``, the ``verifiedsql`` engine plugin, and ``ask()``.
+
+Plain SQL is untouched: the plugin adds no events and no wrappers to the engine; it only records
+the options. A question is an ``Ask`` executable, which SQLAlchemy dispatches to
+``Ask._execute_on_connection``; it answers through the pipeline and returns an ordinary
+``Result`` (``VerifiedResult``) with the report attached as ``.verification``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import plugins
+from sqlalchemy.engine import CreateEnginePlugin
+from sqlalchemy.engine.result import IteratorResult, SimpleResultMetaData
+from sqlalchemy.sql.base import Executable
+from sqlalchemy.sql.elements import ClauseElement
+
+from .config import Options
+from .errors import NotConfiguredError
+from .llm.base import ChatModel
+from .pipeline import Answer
+from .report import VerificationReport
+from .session import VerifiedState
+
+PLUGIN_NAME = "verifiedsql"
+STATE_ATTRIBUTE = "_verifiedsql_state"
+OPTION_NAMES = frozenset(Options.__dataclass_fields__) | {
+    "llm_base_url", "llm_model", "llm_api_key", "local_model", "llm_timeout_s", "llm_max_retries",
+    "local_threads", "cache",
+}
+
+
+class VerifiedResult(IteratorResult):
+    """An ordinary SQLAlchemy ``Result`` over the answer's rows, plus ``verification``."""
+
+    verification: VerificationReport
+
+    @classmethod
+    def from_answer(cls, answer: Answer) -> "VerifiedResult":
+        result = cls(SimpleResultMetaData(list(answer.result.columns)), iter(answer.result.rows))
+        result.verification = answer.report
+        return result
+
+
+class Ask(Executable, ClauseElement):
+    """A natural-language question that ``Connection.execute`` / ``Session.execute`` can run."""
+
+    __visit_name__ = "verifiedsql_ask"
+    inherit_cache = False
+
+    def __init__(self, question: str) -> None:
+        self.question = question
+
+    def __repr__(self) -> str:
+        return f"ask({self.question!r})"
+
+    def _execute_on_connection(
+        self, connection: sa.Connection, distilled_params: Any, execution_options: Any
+    ) -> VerifiedResult:
+        state = state_of(connection.engine)
+        return VerifiedResult.from_answer(state.answer(connection.engine, self.question))
+
+
+def ask(question: str) -> Ask:
+    """A question to pass to ``conn.execute``, ``session.execute`` or ``pandas.read_sql``."""
+    return Ask(question)
+
+
+def state_of(engine: sa.Engine) -> VerifiedState:
+    """The verifiedsql state of an engine created with the plugin; a typed error otherwise."""
+    state = getattr(engine.dialect, STATE_ATTRIBUTE, None)
+    if state is None:
+        raise NotConfiguredError(
+            "this engine was not created by verifiedsql: use verifiedsql.create_engine(url) or "
+            "sqlalchemy.create_engine(url, plugins=['verifiedsql'])."
+        )
+    return state
+
+
+def _options_from(value: Any) -> Options:
+    if isinstance(value, Options):
+        return value
+    return Options.build(dict(value or {}))
+
+
+class VerifiedPlugin(CreateEnginePlugin):
+    """Registered as the ``verifiedsql`` plugin; takes its options from ``verifiedsql={...}``."""
+
+    def __init__(self, url: sa.URL, kwargs: dict[str, Any]) -> None:
+        super().__init__(url, kwargs)
+        self.options = _options_from(kwargs.pop("verifiedsql", None))
+        self.llm: ChatModel | None = kwargs.pop("verifiedsql_llm", None)
+
+    def update_url(self, url: sa.URL) -> sa.URL:
+        return url
+
+    def engine_created(self, engine: sa.Engine) -> None:
+        setattr(engine.dialect, STATE_ATTRIBUTE, VerifiedState(self.options, self.llm))
+
+
+plugins.register(PLUGIN_NAME, __name__, "VerifiedPlugin")
+
+
+def create_engine(url: str | sa.URL, *, llm: ChatModel | None = None, **kwargs: Any) -> sa.Engine:
+    """``sqlalchemy.create_engine`` plus verification. verifiedsql options (see ``Options``) and
+    SQLAlchemy's own keyword arguments may be mixed; ``llm`` injects a ready model client."""
+    ours = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_NAMES}
+    plugin_list = [*kwargs.pop("plugins", []), PLUGIN_NAME]
+    return sa.create_engine(url, plugins=plugin_list, verifiedsql=Options.build(ours),
+                            verifiedsql_llm=llm, **kwargs)

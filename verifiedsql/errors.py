@@ -1,0 +1,62 @@
+"""Typed errors. Every message says what went wrong and what to do next."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class VerifiedSQLError(Exception):
+    """Base class of every error raised by verifiedsql."""
+
+
+class ConfigurationError(VerifiedSQLError, ValueError):
+    """An option or environment variable has a value verifiedsql cannot use."""
+
+
+class NotConfiguredError(VerifiedSQLError):
+    """A question was sent through an engine that verifiedsql does not wrap."""
+
+
+class QuestionError(VerifiedSQLError, ValueError):
+    """The question itself is unusable (empty, too long, not text)."""
+
+
+class UnsafeSQLError(VerifiedSQLError):
+    """A statement was refused by a safety layer; ``construct`` names what was refused."""
+
+    def __init__(self, message: str, *, construct: str, layer: str = "statement") -> None:
+        super().__init__(message)
+        self.construct = construct
+        self.layer = layer
+
+
+class UnparseableSQLError(UnsafeSQLError):
+    """The statement guard could not parse the SQL, so it cannot vouch for it."""
+
+
+class QueryTimeoutError(VerifiedSQLError):
+    """A generated query ran longer than the statement timeout."""
+
+
+class QueryError(VerifiedSQLError):
+    """The database raised an error while running a generated, read-only query."""
+
+
+class LLMError(VerifiedSQLError):
+    """The language model could not be reached or gave no usable answer."""
+
+
+class ReplayMissError(LLMError):
+    """Replay-only cache mode met a request that was never recorded."""
+
+
+class ModelInstallError(VerifiedSQLError):
+    """The embedded local model could not be installed or started."""
+
+
+class NoAnswerError(VerifiedSQLError):
+    """No candidate SQL could be executed; ``report`` shows every attempt."""
+
+    def __init__(self, message: str, report: Any) -> None:
+        super().__init__(message)
+        self.report = report

@@ -1,0 +1,73 @@
+"""Prompt templates. Each returns the message tuple for one kind of model call."""
+
+from __future__ import annotations
+
+import re
+
+from ..profiles import DialectProfile
+from .base import Message, messages
+
+GENERATE_SYSTEM = (
+    "You translate questions about a database into one {dialect} query.\n"
+    "Rules:\n{hints}\n"
+    "- Use only the tables and columns in the schema.\n"
+    "- Return exactly one read-only SELECT statement in a ```sql code block, and nothing else."
+)
+
+GENERATE_USER = "Database schema:\n{schema}\n\nQuestion: {question}"
+
+REFINE_USER = (
+    "The query below failed on {dialect}.\n\n```sql\n{sql}\n```\n\nError: {error}\n\n"
+    "Write a corrected query for the same question. Return only the SQL in a ```sql code block."
+)
+
+
+def _hints(profile: DialectProfile) -> str:
+    return "\n".join(f"- {hint}" for hint in profile.prompt_hints)
+
+
+def generation_messages(profile: DialectProfile, schema_text: str, question: str) -> tuple[Message, ...]:
+    """The candidate-generation prompt: dialect rules, compact schema with samples, question."""
+    system = GENERATE_SYSTEM.format(dialect=profile.display_name, hints=_hints(profile))
+    return messages(system, GENERATE_USER.format(schema=schema_text, question=question))
+
+
+def refinement_messages(
+    profile: DialectProfile, schema_text: str, question: str, sql: str, error: str
+) -> tuple[Message, ...]:
+    """A follow-up turn showing the failed SQL and the database's error."""
+    first = generation_messages(profile, schema_text, question)
+    history: list[Message] = [first[1], {"role": "assistant", "content": f"```sql\n{sql}\n```"}]
+    return messages(
+        first[0]["content"],
+        REFINE_USER.format(dialect=profile.display_name, sql=sql, error=error[:600]),
+        history,
+    )
+
+
+_FENCE = re.compile(r"```(?:[a-zA-Z]*)\s*\n?(.*?)```", re.DOTALL)
+_CODE_START = re.compile(r"\b(SELECT|WITH)\b", re.IGNORECASE)
+# In prose a query must begin a line or follow a colon, so "select" or "with" in a sentence is no SQL.
+_PROSE_START = re.compile(r"(?:^|\n|:[ \t]*)[ \t]*(SELECT\b|WITH\s+\w+\s+AS\s*\()", re.IGNORECASE)
+
+
+def extract_sql(text: str) -> str | None:
+    """The SQL in a model reply: the whole first fenced block (whatever statement it holds, so the
+    safety guard can name it), else the text from the first SELECT/WITH that starts a line.
+
+    Returns None when the reply holds no query at all (prose, refusal, empty output).
+    """
+    fenced = _FENCE.search(text)
+    unterminated = text.find("```")
+    if fenced:
+        return fenced.group(1).strip().rstrip(";").strip() or None
+    if unterminated >= 0:
+        body, pattern = re.sub(r"^[a-zA-Z]*\n", "", text[unterminated + 3:]), _CODE_START
+    else:
+        body, pattern = text, _PROSE_START
+    start = pattern.search(body)
+    if not start:
+        return None
+    sql = body[start.start(1):].strip()
+    sql = sql.split("\n\n\n")[0].strip()
+    return sql.rstrip(";").strip() or None

@@ -1,0 +1,97 @@
+"""The stage order for one question. This is the only module that knows the whole pipeline."""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+from .config import Options
+from .database import Database
+from .errors import NoAnswerError, QuestionError
+from .llm.base import ChatModel
+from .report import VerificationReport
+from .results import ResultSet
+from .schema import render_schema
+from .stages.cluster import cluster_runs, select_majority
+from .stages.generate import CandidateGenerator
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The chosen SQL, its rows (from the read-only run) and the report that explains the choice."""
+
+    sql: str
+    result: ResultSet
+    report: VerificationReport
+
+
+def clean_question(question: object, max_chars: int) -> str:
+    """Validate a question: text, not empty, not longer than ``max_chars``; control characters dropped."""
+    if isinstance(question, bytes):
+        try:
+            question = question.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise QuestionError("the question is not valid UTF-8 text; decode it before asking.") from error
+    if not isinstance(question, str):
+        raise QuestionError(f"a question must be text, not {type(question).__name__}.")
+    cleaned = "".join(
+        ch if ch in "\n\t" or unicodedata.category(ch)[0] != "C" else " " for ch in question
+    ).strip()
+    if not cleaned:
+        raise QuestionError("the question is empty; ask something about the data.")
+    if len(cleaned) > max_chars:
+        raise QuestionError(
+            f"the question has {len(cleaned)} characters, more than max_question_chars={max_chars}; "
+            "shorten it or raise the option."
+        )
+    return cleaned
+
+
+@contextmanager
+def _timed(report: VerificationReport, stage: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        report.timings[stage] = round(report.timings.get(stage, 0.0) + time.perf_counter() - start, 4)
+
+
+class Pipeline:
+    """Context -> generate (with self-refinement) -> cluster and select -> answer."""
+
+    def __init__(self, database: Database, llm: ChatModel, options: Options) -> None:
+        self.database = database
+        self.llm = llm
+        self.options = options
+        self.generator = CandidateGenerator(llm, database, options)
+
+    def answer(self, question: object) -> Answer:
+        text = clean_question(question, self.options.max_question_chars)
+        report = VerificationReport(question=text, dialect=self.database.profile.name)
+        with _timed(report, "context"):
+            schema_text = render_schema(self.database.reflect())
+        with _timed(report, "generate"):
+            runs = self.generator.generate(text, schema_text, report)
+        with _timed(report, "select"):
+            clusters = cluster_runs(runs)
+            selection = select_majority(runs, clusters)
+        report.candidates = [run.candidate for run in runs]
+        report.clusters = clusters
+        if selection is None or selection.representative.result is None:
+            report.reason = "no candidate could be run"
+            raise NoAnswerError(
+                "none of the generated queries ran successfully; see the report's candidates for the "
+                "errors, rephrase the question, or use a larger model.",
+                report,
+            )
+        result = selection.representative.result
+        report.sql = selection.representative.candidate.sql
+        report.confidence = selection.confidence
+        report.reason = selection.reason
+        report.truncated = result.truncated
+        if result.truncated:
+            report.notes.append(f"the answer was cut at row_cap={self.options.row_cap} rows")
+        return Answer(sql=report.sql, result=result, report=report)

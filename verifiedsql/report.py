@@ -1,0 +1,98 @@
+"""The verification report: what every stage did and why the answer's SQL was chosen."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Confidence = Literal["unanimous", "majority", "unverified"]
+CandidateStatus = Literal["ok", "error", "unsafe", "timeout"]
+
+
+@dataclass
+class LLMCall:
+    purpose: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    cached: bool = False
+
+
+@dataclass
+class Candidate:
+    """One generated SQL, how it fared, and which result cluster it landed in."""
+
+    index: int
+    origin: str  # "greedy" or "sample"
+    sql: str
+    status: CandidateStatus = "ok"
+    error: str | None = None
+    attempts: list[str] = field(default_factory=list)  # SQL of every try before the final one
+    row_count: int | None = None
+    truncated: bool = False
+    cluster: int | None = None
+
+
+@dataclass
+class Cluster:
+    index: int
+    members: list[int]
+    row_count: int
+
+
+@dataclass
+class VerificationReport:
+    """Attached to every answer as ``result.verification``."""
+
+    question: str
+    dialect: str
+    sql: str | None = None
+    confidence: Confidence = "unverified"
+    reason: str = ""
+    candidates: list[Candidate] = field(default_factory=list)
+    clusters: list[Cluster] = field(default_factory=list)
+    llm_calls: list[LLMCall] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    truncated: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool:
+        return self.confidence != "unverified"
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.prompt_tokens for c in self.llm_calls)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c.completion_tokens for c in self.llm_calls)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["total_tokens"] = self.total_tokens
+        return data
+
+    def summary(self) -> str:
+        """A few human-readable lines: the chosen SQL, the vote and the cost."""
+        ok = [c for c in self.candidates if c.status == "ok"]
+        chosen = next((c for c in self.clusters if self.sql and any(
+            self.candidates[m].sql == self.sql for m in c.members)), None)
+        votes = f"{len(chosen.members)}/{len(self.candidates)}" if chosen else f"0/{len(self.candidates)}"
+        lines = [
+            f"confidence: {self.confidence} ({self.reason})" if self.reason else f"confidence: {self.confidence}",
+            f"sql: {self.sql}",
+            f"candidates: {len(self.candidates)} ({len(ok)} ran), clusters: {len(self.clusters)}, "
+            f"votes for the answer: {votes}",
+            f"llm: {len(self.llm_calls)} calls, {self.total_tokens} tokens; "
+            f"time: {sum(self.timings.values()):.2f}s",
+        ]
+        if self.truncated:
+            lines.append("rows: truncated at the row cap")
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)

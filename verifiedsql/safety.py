@@ -1,0 +1,116 @@
+"""The statement guard: the first of the two safety layers, applied to every generated statement.
+
+It parses the SQL with sqlglot in the engine's dialect and accepts exactly one query (SELECT, WITH,
+VALUES or a set operation) with no data-modifying node anywhere in its tree and no function or table
+function on the dialect's deny list.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from .errors import UnparseableSQLError, UnsafeSQLError
+from .profiles import DialectProfile
+
+QUERY_ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Subquery)
+
+# Any of these anywhere in the tree makes the statement more than a read.
+FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = tuple(
+    getattr(exp, name)
+    for name in (
+        "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "AlterColumn", "TruncateTable",
+        "Command", "Copy", "Pragma", "Attach", "Detach", "Set", "SetItem", "Use", "Transaction",
+        "Commit", "Rollback", "Grant", "Revoke", "LoadData", "Into", "Lock", "Install", "Describe",
+        "Analyze", "Refresh", "Cache", "Uncache", "Export", "Put", "Get", "Call", "Execute",
+    )
+    if hasattr(exp, name)
+)
+
+
+def _describe(node: exp.Expression) -> str:
+    sql = node.sql()
+    return sql if len(sql) <= 60 else sql[:57] + "..."
+
+
+def _function_name(node: exp.Expression) -> str | None:
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower()
+    if isinstance(node, exp.Func):
+        return node.sql_name().lower()
+    return None
+
+
+def parse_one_query(sql: str, profile: DialectProfile) -> exp.Expression:
+    """Parse ``sql`` as exactly one statement in the profile's dialect, or raise."""
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=profile.sqlglot_dialect) if s is not None]
+    except SqlglotError as error:
+        raise UnparseableSQLError(
+            f"the statement guard could not parse this {profile.display_name} SQL ({error}); "
+            "only statements it can check are run.",
+            construct="unparseable SQL",
+        ) from error
+    if len(statements) != 1:
+        raise UnsafeSQLError(
+            f"expected exactly one statement, got {len(statements)}; send one query at a time.",
+            construct=f"{len(statements)} statements",
+        )
+    return statements[0]
+
+
+def check_query(sql: str, profile: DialectProfile) -> exp.Expression:
+    """Return the parsed query if it is a pure read for this dialect; raise ``UnsafeSQLError`` otherwise."""
+    tree = parse_one_query(sql, profile)
+    if not isinstance(tree, QUERY_ROOTS):
+        raise UnsafeSQLError(
+            f"only queries are run; this is a {type(tree).__name__} statement ({_describe(tree)}).",
+            construct=type(tree).__name__.upper(),
+        )
+    for node in tree.walk():
+        if isinstance(node, FORBIDDEN_NODES):
+            raise UnsafeSQLError(
+                f"the query contains a {type(node).__name__} ({_describe(node)}); generated SQL may only read.",
+                construct=type(node).__name__.upper(),
+            )
+        name = _function_name(node)
+        if name and (name in profile.deny_functions or name in profile.deny_table_functions):
+            raise UnsafeSQLError(
+                f"function {name}() is not allowed on {profile.display_name} "
+                "(file, network, extension, session or admin access).",
+                construct=f"{name}()",
+            )
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Func):
+            table_function = _function_name(node.this)
+            if table_function in profile.deny_table_functions:
+                raise UnsafeSQLError(
+                    f"table function {table_function}() is not allowed on {profile.display_name}.",
+                    construct=f"{table_function}()",
+                )
+        if isinstance(node, exp.Table) and _looks_like_path(node):
+            raise UnsafeSQLError(
+                f"reading from a file or URL ({_describe(node)}) is not allowed.",
+                construct="file table",
+            )
+    return tree
+
+
+FILE_SUFFIXES = (
+    ".csv", ".tsv", ".txt", ".parquet", ".json", ".jsonl", ".ndjson", ".gz", ".zst", ".xlsx", ".db",
+    ".sqlite", ".duckdb", ".arrow", ".avro",
+)
+
+
+def _looks_like_path(table: exp.Table) -> bool:
+    """DuckDB reads ``FROM 'file.csv'`` or ``FROM "/etc/passwd"`` as a file (a replacement scan)."""
+    name = table.name
+    if not name:
+        return isinstance(table.this, exp.Literal) and table.this.is_string
+    lowered = name.lower()
+    return any(ch in name for ch in "/\\:") or lowered.endswith(FILE_SUFFIXES)
+
+
+def outermost_orders(tree: exp.Expression) -> bool:
+    """True when the outermost query sorts its rows, so row order is part of its answer."""
+    return tree.args.get("order") is not None

@@ -1,0 +1,67 @@
+"""Result clustering and majority selection.
+
+Candidates whose results are equivalent (results.equivalent) share a cluster. The largest cluster
+wins; a tie goes to the cluster that holds the greedy candidate, then to the earliest cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..report import Cluster, Confidence
+from ..results import Fingerprint, equivalent
+from .generate import CandidateRun
+
+
+@dataclass(frozen=True)
+class Selection:
+    cluster: Cluster
+    representative: CandidateRun
+    confidence: Confidence
+    reason: str
+
+
+def cluster_runs(runs: list[CandidateRun]) -> list[Cluster]:
+    """Group the runs that produced a result; sets each candidate's ``cluster`` index."""
+    groups: list[tuple[Fingerprint, list[CandidateRun]]] = []
+    for run in runs:
+        if run.result is None:
+            continue
+        fingerprint = Fingerprint.of(run.result, ordered=run.ordered)
+        for representative, members in groups:
+            if equivalent(representative, fingerprint):
+                members.append(run)
+                break
+        else:
+            groups.append((fingerprint, [run]))
+    clusters = []
+    for index, (_, members) in enumerate(groups):
+        for member in members:
+            member.candidate.cluster = index
+        clusters.append(Cluster(index=index, members=[m.candidate.index for m in members],
+                                row_count=members[0].result.row_count if members[0].result else 0))
+    return clusters
+
+
+def select_majority(runs: list[CandidateRun], clusters: list[Cluster]) -> Selection | None:
+    """The winning cluster and its representative (the shortest SQL in it), or None if nothing ran."""
+    if not clusters:
+        return None
+    by_index = {run.candidate.index: run for run in runs}
+    largest = max(len(c.members) for c in clusters)
+    tied = [c for c in clusters if len(c.members) == largest]
+    winner = next((c for c in tied if 0 in c.members and by_index[0].candidate.origin == "greedy"), tied[0])
+    members = [by_index[i] for i in winner.members]
+    representative = min(members, key=lambda r: (len(r.candidate.sql), r.candidate.index))
+    total = len(runs)
+    if len(clusters) == 1 and len(winner.members) == total and total > 1:
+        confidence: Confidence = "unanimous"
+        reason = f"all {total} candidates agree"
+    elif len(tied) == 1 and len(winner.members) * 2 > total:
+        confidence = "majority"
+        reason = f"{len(winner.members)} of {total} candidates agree"
+    else:
+        confidence = "unverified"
+        how = "a tie broken by the greedy candidate" if len(tied) > 1 else "no majority"
+        reason = f"{len(winner.members)} of {total} candidates agree ({how})" if total > 1 else "a single candidate"
+    return Selection(winner, representative, confidence, reason)

@@ -1,0 +1,127 @@
+"""Candidate generation: one greedy and N-1 sampled SQL queries, each run read-only and
+self-refined with the database's error message when it fails (at most ``max_refinements`` times)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import Options
+from ..database import Database
+from ..errors import LLMError, QueryError, QueryTimeoutError, UnsafeSQLError
+from ..llm.base import ChatModel, ChatRequest, Message
+from ..llm.prompts import extract_sql, generation_messages, refinement_messages
+from ..report import Candidate, VerificationReport
+from ..results import ResultSet
+from ..safety import outermost_orders, parse_one_query
+from .calls import call_model
+
+NO_SQL_ERROR = "the reply contained no SQL query"
+
+
+@dataclass
+class CandidateRun:
+    """A candidate's report entry together with its result (kept out of the report itself)."""
+
+    candidate: Candidate
+    result: ResultSet | None = None
+    ordered: bool = False
+
+
+@dataclass
+class Execution:
+    result: ResultSet | None
+    ordered: bool
+    status: str
+    error: str | None
+
+
+def execute_candidate(database: Database, sql: str | None) -> Execution:
+    """Run one candidate through both safety layers; failures become a status and an error text."""
+    if sql is None:
+        return Execution(None, False, "error", NO_SQL_ERROR)
+    try:
+        result = database.run_query(sql)
+    except UnsafeSQLError as error:
+        return Execution(None, False, "unsafe", str(error))
+    except QueryTimeoutError as error:
+        return Execution(None, False, "timeout", str(error))
+    except QueryError as error:
+        return Execution(None, False, "error", str(error))
+    ordered = outermost_orders(parse_one_query(sql, database.profile))
+    return Execution(result, ordered, "ok", None)
+
+
+class CandidateGenerator:
+    """Writes and runs candidates for one question."""
+
+    def __init__(self, llm: ChatModel, database: Database, options: Options) -> None:
+        self.llm = llm
+        self.database = database
+        self.options = options
+
+    def generate(self, question: str, schema_text: str, report: VerificationReport) -> list[CandidateRun]:
+        prompt = generation_messages(self.database.profile, schema_text, question)
+        runs: list[CandidateRun] = []
+        seen: dict[str, CandidateRun] = {}
+        for index in range(self.options.candidates):
+            greedy = index == 0
+            request = ChatRequest(
+                messages=prompt,
+                temperature=0.0 if greedy else self.options.temperature,
+                max_tokens=self.options.max_tokens,
+                seed=index,
+                purpose="generate",
+            )
+            try:
+                reply = call_model(self.llm, request, report)
+            except LLMError as error:
+                if greedy:
+                    raise
+                report.notes.append(f"candidate {index} was not generated: {error}")
+                continue
+            sql = extract_sql(reply.text)
+            candidate = Candidate(index=index, origin="greedy" if greedy else "sample", sql=sql or reply.text.strip())
+            run = self._run_with_refinement(candidate, sql, question, schema_text, report, seen)
+            runs.append(run)
+        return runs
+
+    def _run_with_refinement(
+        self,
+        candidate: Candidate,
+        sql: str | None,
+        question: str,
+        schema_text: str,
+        report: VerificationReport,
+        seen: dict[str, "CandidateRun"],
+    ) -> CandidateRun:
+        for attempt in range(self.options.max_refinements + 1):
+            execution = self._execute_once(sql, seen)
+            candidate.status, candidate.error = execution.status, execution.error  # type: ignore[assignment]
+            if execution.status == "ok" or attempt == self.options.max_refinements:
+                break
+            candidate.attempts.append(candidate.sql)
+            messages: tuple[Message, ...] = refinement_messages(
+                self.database.profile, schema_text, question, candidate.sql, execution.error or ""
+            )
+            request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
+                                  seed=candidate.index, purpose="refine")
+            try:
+                reply = call_model(self.llm, request, report)
+            except LLMError as error:
+                report.notes.append(f"candidate {candidate.index} could not be refined: {error}")
+                break
+            sql = extract_sql(reply.text)
+            candidate.sql = sql or reply.text.strip()
+        run = CandidateRun(candidate, execution.result, execution.ordered)
+        if execution.result is not None:
+            candidate.row_count = execution.result.row_count
+            candidate.truncated = execution.result.truncated
+            seen[candidate.sql] = run
+        return run
+
+    def _execute_once(self, sql: str | None, seen: dict[str, CandidateRun]) -> Execution:
+        """Run ``sql``, reusing the result of an identical candidate that already ran."""
+        if sql is not None and sql in seen:
+            earlier = seen[sql]
+            return Execution(earlier.result, earlier.ordered, "ok", None)
+        return execute_candidate(self.database, sql)
