@@ -60,3 +60,10 @@ class NoAnswerError(VerifiedSQLError):
     def __init__(self, message: str, report: Any) -> None:
         super().__init__(message)
         self.report = report
+
+
+class OpenTransactionError(VerifiedSQLError):
+    """The connection is inside a transaction, so a read-only one cannot be started on it.
+
+    Not a query error: no rewrite of the SQL helps, so it is raised to the caller at once.
+    """

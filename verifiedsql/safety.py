@@ -30,8 +30,20 @@ FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = tuple(
 
 
 def _describe(node: exp.Expression) -> str:
-    sql = node.sql()
+    try:
+        sql = node.sql()
+    except SqlglotError:
+        sql = ""
+    if not sql or sql.endswith("()"):
+        sql = f"{_construct(node)} ..."
     return sql if len(sql) <= 60 else sql[:57] + "..."
+
+
+def _construct(node: exp.Expression) -> str:
+    """The statement keyword a refusal names: the command word for opaque commands (CALL, LOAD)."""
+    if isinstance(node, exp.Command):
+        return str(node.this).upper()
+    return type(node).__name__.upper()
 
 
 def _function_name(node: exp.Expression) -> str | None:
@@ -65,14 +77,14 @@ def check_query(sql: str, profile: DialectProfile) -> exp.Expression:
     tree = parse_one_query(sql, profile)
     if not isinstance(tree, QUERY_ROOTS):
         raise UnsafeSQLError(
-            f"only queries are run; this is a {type(tree).__name__} statement ({_describe(tree)}).",
-            construct=type(tree).__name__.upper(),
+            f"only queries are run; this is a {_construct(tree)} statement ({_describe(tree)}).",
+            construct=_construct(tree),
         )
     for node in tree.walk():
         if isinstance(node, FORBIDDEN_NODES):
             raise UnsafeSQLError(
-                f"the query contains a {type(node).__name__} ({_describe(node)}); generated SQL may only read.",
-                construct=type(node).__name__.upper(),
+                f"the query contains a {_construct(node)} ({_describe(node)}); generated SQL may only read.",
+                construct=_construct(node),
             )
         name = _function_name(node)
         if name and (name in profile.deny_functions or name in profile.deny_table_functions):

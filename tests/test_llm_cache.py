@@ -1,0 +1,127 @@
+"""The record/replay cache: hits, misses, key sensitivity and concurrent use of one file."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from verifiedsql.config import LLMSettings, Options
+from verifiedsql.errors import ConfigurationError, ReplayMissError
+from verifiedsql.llm import ChatRequest, ChatResponse, RecordingChatModel, chat_model_for, messages
+
+
+class CountingModel:
+    """A fake model whose answer names the call number, so a cached answer is recognisable."""
+
+    def __init__(self, name: str = "fake") -> None:
+        self._name = name
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        with self._lock:
+            self.calls += 1
+            n = self.calls
+        return ChatResponse(text=f"answer {n}: {request.messages[-1]['content']}", model=self._name,
+                            prompt_tokens=5, completion_tokens=2, seconds=0.25)
+
+
+REQUEST = ChatRequest(messages=messages("You write SQL.", "Count users"), temperature=0.7, seed=1)
+
+
+def test_readwrite_records_then_hits(tmp_path: Path) -> None:
+    inner = CountingModel()
+    cache = RecordingChatModel(inner, tmp_path / "llm.sqlite", "readwrite")
+    first = cache.complete(REQUEST)
+    second = cache.complete(REQUEST)
+    assert inner.calls == 1 and not first.cached and second.cached
+    assert (second.text, second.model, second.prompt_tokens, second.completion_tokens, second.seconds) == (
+        first.text, first.model, first.prompt_tokens, first.completion_tokens, first.seconds)
+    assert len(cache) == 1
+
+
+def test_replay_hits_recorded_answers_without_a_model(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    recorded = RecordingChatModel(CountingModel(), path, "readwrite").complete(REQUEST)
+    replay = RecordingChatModel(None, path, "replay", model_name="fake")
+    assert replay.complete(REQUEST).text == recorded.text
+    assert replay.complete(dataclasses.replace(REQUEST, purpose="other label")).cached
+
+
+def test_replay_miss_raises_with_a_hint(tmp_path: Path) -> None:
+    inner = CountingModel()
+    replay = RecordingChatModel(inner, tmp_path / "llm.sqlite", "replay")
+    with pytest.raises(ReplayMissError, match="readwrite"):
+        replay.complete(REQUEST)
+    assert inner.calls == 0
+
+
+@pytest.mark.parametrize("change", [
+    {"seed": 2}, {"seed": None}, {"temperature": 0.0}, {"max_tokens": 99}, {"stop": (";",)},
+    {"messages": messages("You write SQL.", "Count orders")},
+    {"messages": messages("You write SQLite SQL.", "Count users")},
+])
+def test_key_depends_on_everything_that_shapes_the_answer(tmp_path: Path, change: dict) -> None:
+    inner = CountingModel()
+    cache = RecordingChatModel(inner, tmp_path / "llm.sqlite", "readwrite")
+    cache.complete(REQUEST)
+    assert not cache.complete(dataclasses.replace(REQUEST, **change)).cached
+    assert inner.calls == 2
+
+
+def test_key_depends_on_the_model_name(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    RecordingChatModel(CountingModel("a"), path, "readwrite").complete(REQUEST)
+    with pytest.raises(ReplayMissError):
+        RecordingChatModel(None, path, "replay", model_name="b").complete(REQUEST)
+
+
+def test_threads_share_one_file(tmp_path: Path) -> None:
+    inner = CountingModel()
+    path = tmp_path / "llm.sqlite"
+    cache = RecordingChatModel(inner, path, "readwrite")
+    requests = [dataclasses.replace(REQUEST, seed=i % 20) for i in range(200)]
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(cache.complete, requests))
+    assert len(cache) == 20 and 20 <= inner.calls <= 200
+    again = RecordingChatModel(None, path, "replay", model_name="fake")
+    with ThreadPoolExecutor(8) as pool:
+        replayed = list(pool.map(again.complete, requests))
+    assert all(r.cached for r in replayed)
+    assert {r.text for r in replayed} <= {a.text for a in answers}
+
+
+def test_misconfiguration_is_typed(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError):
+        RecordingChatModel(None, tmp_path / "x.sqlite", "readwrite")
+    with pytest.raises(ConfigurationError):
+        RecordingChatModel(None, tmp_path / "x.sqlite", "replay")
+
+
+def test_replay_with_the_embedded_default_needs_no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import verifiedsql.llm as llm
+
+    def forbidden(*args: object) -> None:
+        raise AssertionError("the local model must not be installed or started in replay mode")
+
+    monkeypatch.setattr(llm, "embedded_chat_model", forbidden)
+    options = Options(llm=LLMSettings(local_model="0.5b"), cache_path=tmp_path / "c.sqlite", cache_mode="replay")
+    model = chat_model_for(options)
+    assert isinstance(model, RecordingChatModel) and model.inner is None
+    assert model.name == "qwen2.5-coder-0.5b"
+
+
+def test_configured_endpoint_is_used_and_wrapped(tmp_path: Path) -> None:
+    settings = LLMSettings(base_url="http://127.0.0.1:9/v1", model="m1")
+    assert chat_model_for(Options(llm=settings)).name == "m1"
+    wrapped = chat_model_for(Options(llm=settings, cache_path=tmp_path / "c.sqlite", cache_mode="readwrite"))
+    assert isinstance(wrapped, RecordingChatModel) and wrapped.name == "m1"
+    assert chat_model_for(Options(llm=LLMSettings(api_key="k"))).name == "gpt-4o-mini"

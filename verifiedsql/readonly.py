@@ -1,0 +1,348 @@
+"""The engine guard: the second safety layer, one small strategy per ``read_only_strategy``.
+
+Each strategy is a context manager that takes a DB-API connection, puts the engine in its own
+read-only mode for exactly one statement, executes it and yields the cursor; on exit it restores every
+setting it touched, so the caller's connection is left as it was. Driver errors raised while the
+statement runs or while rows are fetched come out as typed errors: refusals as
+``UnsafeSQLError(layer="engine")``, timeouts as ``QueryTimeoutError`` and everything else as
+``QueryError`` carrying the database's own message.
+
+What each engine does:
+
+* **sqlite**: an authorizer that allows only reads (SELECT, READ, RECURSIVE, and functions that are not
+  on the deny list; ATTACH, PRAGMA, writes and transactions are denied), ``PRAGMA query_only=ON`` and a
+  progress handler that interrupts the statement after the timeout. Python's ``sqlite3`` itself refuses
+  more than one statement per ``execute``. Python cannot read back an authorizer or progress handler,
+  so one the user had installed on the connection is cleared afterwards (``query_only`` is restored).
+* **duckdb**: DuckDB's own parser (``extract_statements``) must see exactly one SELECT statement; its
+  parse tree (``json_serialize_sql``) must call no deny-listed function or table function and scan no
+  file path (replacement scans such as ``FROM 'x.csv'``); extension auto-install and auto-load are off
+  while it runs; it runs in a transaction that is always rolled back, and a timer ``interrupt()``s it.
+  ``enable_external_access=false`` was not chosen: DuckDB 1.5 cannot turn it back on while the database
+  is open, so it would break the user's own later use (``allowed_paths``/``allowed_directories`` only
+  apply once it is off, and ``lock_configuration`` is equally one-way).
+* **postgresql**: ``READ ONLY`` transaction with ``SET LOCAL statement_timeout``, always rolled back; the
+  statement is first planned with ``EXPLAIN (VERBOSE, FORMAT JSON)`` over the extended protocol (which
+  refuses several statements), and refused if the plan modifies a table or calls a deny-listed function.
+  A statement PostgreSQL cannot EXPLAIN (COPY, SET, DDL, ...) is refused as not being a query. A
+  connection already inside a transaction is refused with ``OpenTransactionError``.
+* **snowflake**: Snowflake has no read-only transaction, so this is the nearest equivalent and it is
+  weaker than the others: the statement type is checked client-side (the connector's own statement
+  splitter must see one statement, and the statement guard's sqlglot check runs again in the Snowflake
+  dialect, so this check is *not* independent of layer 1); the statement runs in an explicit
+  transaction that is always rolled back (which undoes DML but not DDL: Snowflake commits DDL), with
+  ``STATEMENT_TIMEOUT_IN_SECONDS`` set for the session and restored, and the connector's client-side
+  ``timeout=`` that cancels. Limitations under fakesnow (tests): it does not report or accept
+  ``STATEMENT_TIMEOUT_IN_SECONDS`` and ignores ``timeout=``, so there is no timeout there; it also runs
+  several statements in one ``execute``. On real Snowflake, also give verifiedsql a role with only
+  SELECT grants: that is the only true engine-side guarantee Snowflake offers.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, ContextManager, Iterator
+
+from .errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError
+from .profiles import DialectProfile
+from .safety import FILE_SUFFIXES, check_query
+
+Cursor = Any
+Strategy = Callable[[Any, str, DialectProfile, float], ContextManager[Cursor]]
+
+
+
+def _refuse(construct: str, detail: str) -> UnsafeSQLError:
+    return UnsafeSQLError(
+        f"the engine's read-only mode refused this statement ({detail}); generated SQL may only read.",
+        construct=construct,
+        layer="engine",
+    )
+
+
+def _query_error(error: Exception) -> QueryError:
+    return QueryError(f"the database rejected the query: {str(error).strip()}")
+
+
+def _timeout_error(timeout_s: float) -> QueryTimeoutError:
+    return QueryTimeoutError(
+        f"the query ran longer than statement_timeout_s={timeout_s:g}s and was stopped; "
+        "simplify it or raise statement_timeout_s."
+    )
+
+
+def _denied(profile: DialectProfile, name: str) -> bool:
+    name = name.lower()
+    return name in profile.deny_functions or name in profile.deny_table_functions
+
+
+# --------------------------------------------------------------------------------------------- sqlite
+
+_SQLITE_READS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE}
+_SQLITE_ACTIONS = {
+    getattr(sqlite3, f"SQLITE_{name}"): name
+    for name in (
+        "CREATE_INDEX", "CREATE_TABLE", "CREATE_TEMP_INDEX", "CREATE_TEMP_TABLE", "CREATE_TEMP_TRIGGER",
+        "CREATE_TEMP_VIEW", "CREATE_TRIGGER", "CREATE_VIEW", "DELETE", "DROP_INDEX", "DROP_TABLE",
+        "DROP_TEMP_INDEX", "DROP_TEMP_TABLE", "DROP_TEMP_TRIGGER", "DROP_TEMP_VIEW", "DROP_TRIGGER",
+        "DROP_VIEW", "INSERT", "PRAGMA", "TRANSACTION", "UPDATE", "ATTACH", "DETACH", "ALTER_TABLE",
+        "REINDEX", "ANALYZE", "CREATE_VTABLE", "DROP_VTABLE", "SAVEPOINT",
+    )
+}
+
+
+@contextmanager
+def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s: float) -> Iterator[Cursor]:
+    """Authorizer (reads only) + ``PRAGMA query_only`` + a progress-handler timeout."""
+    refused: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    timed_out = False
+
+    def authorize(action: int, arg1: str | None, arg2: str | None, *_: Any) -> int:
+        if action in _SQLITE_READS or (action == sqlite3.SQLITE_FUNCTION and not _denied(profile, arg2 or "")):
+            return sqlite3.SQLITE_OK
+        what = _SQLITE_ACTIONS.get(action, str(action))
+        refused.append(f"{arg2}()" if action == sqlite3.SQLITE_FUNCTION else what)
+        return sqlite3.SQLITE_DENY
+
+    def progress() -> int:
+        nonlocal timed_out
+        timed_out = time.monotonic() > deadline
+        return int(timed_out)
+
+    previous = raw.execute("PRAGMA query_only").fetchone()[0]
+    raw.execute("PRAGMA query_only = ON")
+    raw.set_authorizer(authorize)
+    raw.set_progress_handler(progress, 1_000)
+    try:
+        cursor = raw.cursor()
+        cursor.execute(sql)
+        yield cursor
+    except sqlite3.Error as error:
+        if timed_out:
+            raise _timeout_error(timeout_s) from error
+        if refused:
+            raise _refuse(", ".join(dict.fromkeys(refused)), str(error)) from error
+        message = str(error)
+        if "one statement at a time" in message:
+            raise _refuse("several statements", message) from error
+        if "readonly database" in message:
+            raise _refuse("write", message) from error
+        raise _query_error(error) from error
+    finally:
+        raw.set_authorizer(None)
+        raw.set_progress_handler(None, 0)
+        raw.execute(f"PRAGMA query_only = {int(previous)}")
+
+
+# --------------------------------------------------------------------------------------------- duckdb
+
+_DUCKDB_SETTINGS = ("autoinstall_known_extensions", "autoload_known_extensions")
+
+
+def _duckdb_tree_refusal(tree: Any, profile: DialectProfile) -> str | None:
+    """The first denied function or file scan in DuckDB's serialized parse tree, if any."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            function = node.get("function_name")
+            if isinstance(function, str) and _denied(profile, function):
+                return f"{function.lower()}()"
+            if node.get("type") == "BASE_TABLE":
+                name = str(node.get("table_name", ""))
+                if any(ch in name for ch in "/\\:") or name.lower().endswith(FILE_SUFFIXES):
+                    return "file table"
+            stack.extend(node.values())
+    return None
+
+
+@contextmanager
+def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float) -> Iterator[Cursor]:
+    """DuckDB's parser says one SELECT, no denied function or file scan; rolled back; interrupted."""
+    import duckdb as duckdb_module
+
+    try:
+        statements = raw.extract_statements(sql)
+    except duckdb_module.Error as error:
+        raise _query_error(error) from error
+    if len(statements) != 1:
+        raise _refuse(f"{len(statements)} statements", "DuckDB parsed more than one statement")
+    kind = statements[0].type.name
+    if kind != "SELECT":
+        raise _refuse(kind, f"DuckDB classifies it as a {kind} statement")
+    serialized = json.loads(raw.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
+    if serialized.get("error"):
+        raise _refuse(kind, serialized.get("error_message", "DuckDB cannot serialize it as a query"))
+    if construct := _duckdb_tree_refusal(serialized, profile):
+        raise _refuse(construct, "file, network, extension or admin access")
+
+    previous = {name: raw.execute(f"SELECT current_setting('{name}')").fetchone()[0] for name in _DUCKDB_SETTINGS}
+    try:
+        raw.execute("BEGIN TRANSACTION")
+    except duckdb_module.TransactionException as error:
+        raise OpenTransactionError(
+            "the DuckDB connection is inside a transaction; commit or roll back before asking a question."
+        ) from error
+    timer = threading.Timer(timeout_s, raw.interrupt)
+    try:
+        for name in _DUCKDB_SETTINGS:
+            raw.execute(f"SET {name} = false")
+        timer.start()
+        yield raw.execute(sql)
+    except duckdb_module.InterruptException as error:
+        raise _timeout_error(timeout_s) from error
+    except duckdb_module.PermissionException as error:
+        raise _refuse("permission", str(error)) from error
+    except duckdb_module.Error as error:
+        raise _query_error(error) from error
+    finally:
+        timer.cancel()
+        raw.execute("ROLLBACK")
+        for name, value in previous.items():
+            raw.execute(f"SET {name} = {str(value).lower()}")
+
+
+# ----------------------------------------------------------------------------------------- postgresql
+
+_EXPLAIN = "EXPLAIN (VERBOSE, FORMAT JSON) "
+_QUERY_KEYWORDS = {"SELECT", "WITH", "VALUES", "TABLE"}
+
+
+def _first_keyword(sql: str) -> str:
+    match = re.match(r"(?:\s|\(|--[^\n]*\n?|/\*.*?\*/)*(\w+)", sql, re.DOTALL)
+    return match.group(1).upper() if match else "?"
+
+
+def _plan_refusal(plan: Any, profile: DialectProfile) -> str | None:
+    """The first table modification or denied function call in a JSON plan, if any."""
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            if node.get("Node Type") == "ModifyTable":
+                return str(node.get("Operation", "modify")).upper()
+            stack.extend(node.values())
+        elif isinstance(node, str):
+            for name in re.findall(r"([A-Za-z_][\w$]*)\s*\(", node):
+                if _denied(profile, name):
+                    return f"{name.lower()}()"
+    return None
+
+
+@contextmanager
+def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float) -> Iterator[Cursor]:
+    """``READ ONLY`` transaction + ``statement_timeout`` + the planner's view checked; rolled back."""
+    import psycopg
+
+    if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        raise OpenTransactionError(
+            "the PostgreSQL connection is inside a transaction; commit or roll back before asking a question."
+        )
+    cursor = raw.cursor()
+    try:
+        cursor.execute("BEGIN READ ONLY" if raw.autocommit else "SET TRANSACTION READ ONLY")
+        cursor.execute(f"SET LOCAL statement_timeout = {max(1, math.ceil(timeout_s * 1000))}")
+        try:
+            cursor.execute(_EXPLAIN + sql, binary=True)  # extended protocol: one statement only
+        except psycopg.errors.SyntaxError as error:
+            if "multiple commands" in str(error):
+                raise _refuse("several statements", str(error)) from error
+            keyword = _first_keyword(sql)
+            if keyword not in _QUERY_KEYWORDS:  # COPY, SET, CREATE, ...: EXPLAIN accepts queries only
+                raise _refuse(keyword, f"PostgreSQL cannot plan it as a query: {error}") from error
+            raise
+        if construct := _plan_refusal(cursor.fetchone()[0], profile):
+            raise _refuse(construct, "the query plan writes or calls a denied function")
+        cursor.execute(sql)
+        yield cursor
+    except psycopg.errors.QueryCanceled as error:
+        raise _timeout_error(timeout_s) from error
+    except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as error:
+        match = re.search(r"cannot execute (.+?) in a read-only transaction", str(error))
+        raise _refuse(match.group(1) if match else type(error).__name__, str(error)) from error
+    except psycopg.Error as error:
+        raise _query_error(error) from error
+    finally:
+        cursor.close()
+        if raw.autocommit:
+            raw.execute("ROLLBACK")
+        else:
+            raw.rollback()
+
+
+# ------------------------------------------------------------------------------------------ snowflake
+
+_SNOWFLAKE_TIMEOUT = "STATEMENT_TIMEOUT_IN_SECONDS"
+_SNOWFLAKE_TIMEOUT_ERRNOS = {604, 630}
+
+
+def _snowflake_statement_count(sql: str) -> int:
+    from snowflake.connector.util_text import split_statements
+
+    return sum(1 for statement, _ in split_statements(io.StringIO(sql)) if statement.strip().rstrip(";"))
+
+
+@contextmanager
+def _snowflake_session_timeout(cursor: Cursor, seconds: int) -> Iterator[None]:
+    """Set ``STATEMENT_TIMEOUT_IN_SECONDS`` for the session and put the previous value back."""
+    cursor.execute(f"SHOW PARAMETERS LIKE '{_SNOWFLAKE_TIMEOUT}' IN SESSION")
+    rows = cursor.fetchall()
+    if not rows:  # the engine does not report it (fakesnow): only the client-side timeout applies
+        yield
+        return
+    _key, value, _default, level = rows[0][:4]
+    cursor.execute(f"ALTER SESSION SET {_SNOWFLAKE_TIMEOUT} = {seconds}")
+    try:
+        yield
+    finally:
+        restore = f"SET {_SNOWFLAKE_TIMEOUT} = {int(value)}" if str(level).upper() == "SESSION" else (
+            f"UNSET {_SNOWFLAKE_TIMEOUT}"
+        )
+        cursor.execute(f"ALTER SESSION {restore}")
+
+
+@contextmanager
+def snowflake(raw: Any, sql: str, profile: DialectProfile, timeout_s: float) -> Iterator[Cursor]:
+    """Client-side statement check + a transaction always rolled back + server and client timeouts."""
+    from snowflake.connector import Error as SnowflakeError
+
+    try:
+        check_query(sql, profile)
+    except UnsafeSQLError as error:
+        raise _refuse(error.construct, str(error)) from error
+    if (count := _snowflake_statement_count(sql)) != 1:
+        raise _refuse(f"{count} statements", "the Snowflake connector splits it into several statements")
+    seconds = max(1, math.ceil(timeout_s))
+    cursor = raw.cursor()
+    try:
+        with _snowflake_session_timeout(cursor, seconds):
+            cursor.execute("BEGIN TRANSACTION")
+            try:
+                cursor.execute(sql, timeout=seconds)
+                yield cursor
+            finally:
+                cursor.execute("ROLLBACK")
+    except SnowflakeError as error:
+        if getattr(error, "errno", None) in _SNOWFLAKE_TIMEOUT_ERRNOS:
+            raise _timeout_error(timeout_s) from error
+        raise _query_error(error) from error
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "sqlite": sqlite,
+    "duckdb": duckdb,
+    "postgresql": postgresql,
+    "snowflake": snowflake,
+}
