@@ -135,3 +135,19 @@ def test_disagreement_is_reported_as_majority(shop_url):
         report = conn.execute(verifiedsql.ask("Brazilians")).verification
     assert report.confidence == "majority" and len(report.clusters) == 2
     assert [c.cluster for c in report.candidates] == [0, 0, 1]
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "duckdb:///:memory:"])
+def test_question_keeps_the_callers_uncommitted_work_on_a_shared_connection(url):
+    """In-memory databases share one raw connection: asking must not roll the caller's work back."""
+    engine = verifiedsql.create_engine(url, llm=ScriptedChatModel(lambda r: fenced("SELECT COUNT(*) FROM t")),
+                                       candidates=1)
+    with engine.connect() as conn:
+        conn.execute(sa.text("CREATE TABLE t (a INTEGER)"))
+        conn.commit()
+        conn.execute(sa.text("INSERT INTO t VALUES (1)"))
+        conn.execute(verifiedsql.ask("how many rows?")).all()
+        assert conn.execute(sa.text("SELECT COUNT(*) FROM t")).scalar() == 1
+        conn.commit()
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT COUNT(*) FROM t")).scalar() == 1

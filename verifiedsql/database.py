@@ -9,9 +9,12 @@ values per column with bounded queries that go through the same two layers.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator
 
 import sqlalchemy as sa
+from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
 from .config import Options
 from .errors import ConfigurationError, QueryError
@@ -21,6 +24,9 @@ from .results import ResultSet
 from .safety import check_query
 from .schema import Column, ForeignKey, Schema, Table
 
+# The connection a question was asked on (set by ``Database.asked_on``), per thread or task.
+_CALLER: ContextVar[sa.Connection | None] = ContextVar("verifiedsql_caller", default=None)
+SHARED_POOLS = (SingletonThreadPool, StaticPool)
 SAMPLE_SCAN_ROWS = 1_000  # rows a sample query may look at, per column
 SAMPLE_TEXT_CHARS = 60
 
@@ -49,6 +55,32 @@ class Database:
         self._strategy: Strategy = strategy
         self._schema: Schema | None = None
 
+    # ---------------------------------------------------------------------------------- connections
+
+    @contextmanager
+    def asked_on(self, connection: sa.Connection | None) -> Iterator[None]:
+        """Within this block, work happens on ``connection`` when the pool shares one raw connection.
+
+        With SingletonThreadPool or StaticPool (in-memory SQLite and DuckDB, wrapped DB-API
+        connections) a checkout returns the caller's own raw connection, and checking it back in
+        would reset it: a rollback of the caller's uncommitted work. Reusing the caller's
+        connection avoids that; every other pool gives verifiedsql a connection of its own.
+        """
+        token = _CALLER.set(connection)
+        try:
+            yield
+        finally:
+            _CALLER.reset(token)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sa.Connection]:
+        caller = _CALLER.get()
+        if caller is not None and isinstance(self.engine.pool, SHARED_POOLS):
+            yield caller
+            return
+        with self.engine.connect() as conn:
+            yield conn
+
     # ---------------------------------------------------------------------------------- execution
 
     def run_query(self, sql: str, *, guard: bool = True) -> ResultSet:
@@ -60,7 +92,7 @@ class Database:
         if guard:
             check_query(sql, self.profile)
         cap = self.options.row_cap
-        with self.engine.connect() as conn:
+        with self._connect() as conn:
             raw = conn.connection.driver_connection
             with self._strategy(raw, sql, self.profile, self.options.statement_timeout_s) as cursor:
                 columns = tuple(str(d[0]) for d in cursor.description or ())
@@ -76,8 +108,11 @@ class Database:
         return self._schema
 
     def _reflect(self) -> Schema:
+        with self._connect() as conn:
+            return self._reflect_with(sa.inspect(conn))
+
+    def _reflect_with(self, inspector: sa.Inspector) -> Schema:
         namespace = self.options.schema
-        inspector = sa.inspect(self.engine)
         tables = []
         for name in sorted(inspector.get_table_names(schema=namespace)):
             primary = set(inspector.get_pk_constraint(name, schema=namespace).get("constrained_columns") or ())

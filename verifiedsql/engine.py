@@ -60,7 +60,7 @@ class Ask(Executable, ClauseElement):
         self, connection: sa.Connection, distilled_params: Any, execution_options: Any
     ) -> VerifiedResult:
         state = state_of(connection.engine)
-        return VerifiedResult.from_answer(state.answer(connection.engine, self.question))
+        return VerifiedResult.from_answer(state.answer(connection.engine, self.question, connection))
 
 
 def ask(question: str) -> Ask:

@@ -17,7 +17,8 @@ What each engine does:
 * **duckdb**: DuckDB's own parser (``extract_statements``) must see exactly one SELECT statement; its
   parse tree (``json_serialize_sql``) must call no deny-listed function or table function and scan no
   file path (replacement scans such as ``FROM 'x.csv'``); extension auto-install and auto-load are off
-  while it runs; it runs in a transaction that is always rolled back, and a timer ``interrupt()``s it.
+  while it runs; it runs on a duplicate connection (DuckDB's ``cursor()``), in a transaction that is
+  always rolled back, and a timer ``interrupt()``s it.
   ``enable_external_access=false`` was not chosen: DuckDB 1.5 cannot turn it back on while the database
   is open, so it would break the user's own later use (``allowed_paths``/``allowed_directories`` only
   apply once it is off, and ``lock_configuration`` is equally one-way).
@@ -166,50 +167,61 @@ def _duckdb_tree_refusal(tree: Any, profile: DialectProfile) -> str | None:
     return None
 
 
-@contextmanager
-def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float) -> Iterator[Cursor]:
-    """DuckDB's parser says one SELECT, no denied function or file scan; rolled back; interrupted."""
+def _duckdb_connection(raw: Any) -> Any:
+    """The DuckDBPyConnection behind duckdb-sqlalchemy's ConnectionWrapper (or ``raw`` itself)."""
     import duckdb as duckdb_module
 
-    try:
-        statements = raw.extract_statements(sql)
-    except duckdb_module.Error as error:
-        raise _query_error(error) from error
-    if len(statements) != 1:
-        raise _refuse(f"{len(statements)} statements", "DuckDB parsed more than one statement")
-    kind = statements[0].type.name
-    if kind != "SELECT":
-        raise _refuse(kind, f"DuckDB classifies it as a {kind} statement")
-    serialized = json.loads(raw.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
-    if serialized.get("error"):
-        raise _refuse(kind, serialized.get("error_message", "DuckDB cannot serialize it as a query"))
-    if construct := _duckdb_tree_refusal(serialized, profile):
-        raise _refuse(construct, "file, network, extension or admin access")
+    if isinstance(raw, duckdb_module.DuckDBPyConnection):
+        return raw
+    return raw._ConnectionWrapper__c  # duckdb-sqlalchemy offers no public accessor
 
-    previous = {name: raw.execute(f"SELECT current_setting('{name}')").fetchone()[0] for name in _DUCKDB_SETTINGS}
+
+@contextmanager
+def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float) -> Iterator[Cursor]:
+    """DuckDB's parser says one SELECT, no denied function or file scan; rolled back; interrupted.
+
+    It runs on a duplicate connection (DuckDB's ``cursor()``: same database, own transaction), so a
+    transaction the caller has open on the shared connection is neither joined nor touched.
+    """
+    import duckdb as duckdb_module
+
+    own = _duckdb_connection(raw).cursor()
     try:
-        raw.execute("BEGIN TRANSACTION")
-    except duckdb_module.TransactionException as error:
-        raise OpenTransactionError(
-            "the DuckDB connection is inside a transaction; commit or roll back before asking a question."
-        ) from error
-    timer = threading.Timer(timeout_s, raw.interrupt)
-    try:
-        for name in _DUCKDB_SETTINGS:
-            raw.execute(f"SET {name} = false")
-        timer.start()
-        yield raw.execute(sql)
-    except duckdb_module.InterruptException as error:
-        raise _timeout_error(timeout_s) from error
-    except duckdb_module.PermissionException as error:
-        raise _refuse("permission", str(error)) from error
-    except duckdb_module.Error as error:
-        raise _query_error(error) from error
+        try:
+            statements = own.extract_statements(sql)
+        except duckdb_module.Error as error:
+            raise _query_error(error) from error
+        if len(statements) != 1:
+            raise _refuse(f"{len(statements)} statements", "DuckDB parsed more than one statement")
+        kind = statements[0].type.name
+        if kind != "SELECT":
+            raise _refuse(kind, f"DuckDB classifies it as a {kind} statement")
+        serialized = json.loads(own.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
+        if serialized.get("error"):
+            raise _refuse(kind, serialized.get("error_message", "DuckDB cannot serialize it as a query"))
+        if construct := _duckdb_tree_refusal(serialized, profile):
+            raise _refuse(construct, "file, network, extension or admin access")
+        previous = {name: own.execute(f"SELECT current_setting('{name}')").fetchone()[0] for name in _DUCKDB_SETTINGS}
+        own.execute("BEGIN TRANSACTION")
+        timer = threading.Timer(timeout_s, own.interrupt)
+        try:
+            for name in _DUCKDB_SETTINGS:
+                own.execute(f"SET {name} = false")
+            timer.start()
+            yield own.execute(sql)
+        except duckdb_module.InterruptException as error:
+            raise _timeout_error(timeout_s) from error
+        except duckdb_module.PermissionException as error:
+            raise _refuse("permission", str(error)) from error
+        except duckdb_module.Error as error:
+            raise _query_error(error) from error
+        finally:
+            timer.cancel()
+            own.execute("ROLLBACK")
+            for name, value in previous.items():
+                own.execute(f"SET {name} = {str(value).lower()}")
     finally:
-        timer.cancel()
-        raw.execute("ROLLBACK")
-        for name, value in previous.items():
-            raw.execute(f"SET {name} = {str(value).lower()}")
+        own.close()
 
 
 # ----------------------------------------------------------------------------------------- postgresql

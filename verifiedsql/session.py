@@ -45,5 +45,8 @@ class VerifiedState:
     def pipeline(self, engine: sa.Engine) -> Pipeline:
         return Pipeline(self.database(engine), self.llm, self.options)
 
-    def answer(self, engine: sa.Engine, question: Any) -> Answer:
-        return self.pipeline(engine).answer(question)
+    def answer(self, engine: sa.Engine, question: Any, connection: sa.Connection | None = None) -> Answer:
+        """Answer ``question``; ``connection`` is the one it was asked on, if any (see Database.asked_on)."""
+        pipeline = self.pipeline(engine)
+        with pipeline.database.asked_on(connection):
+            return pipeline.answer(question)
