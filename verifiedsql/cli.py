@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any, Sequence
 
+from .bench.cli import add_bench_commands
 from .errors import NoAnswerError, VerifiedSQLError
 from .llm.base import ChatModel, ChatRequest, ChatResponse
 from .llm.commands import add_llm_commands, run_llm_command
@@ -96,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--schema", help="database schema/namespace to use")
     ask.set_defaults(handler=_ask)
     add_llm_commands(commands)
+    add_bench_commands(commands)
     return parser
 
 

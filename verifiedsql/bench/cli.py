@@ -1,0 +1,81 @@
+"""``verifiedsql bench spider ...``: the command line of the Spider accuracy harness."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Sequence
+
+from .data import DEFAULT_DATA_DIR
+from .engines import ENGINES
+from .strategies import STRATEGIES, parse_strategies
+
+
+def add_spider_arguments(parser: argparse.ArgumentParser) -> None:
+    from .spider import DEFAULT_CACHE, DEFAULT_OUT
+
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("-n", "--n", type=int, default=200, help="questions in the seeded sample (default 200)")
+    size.add_argument("--all", action="store_true", help="every question of the dev set")
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR,
+                        help=f"Spider dev folder with dev.json and database/ (default {DEFAULT_DATA_DIR})")
+    parser.add_argument("--engine", choices=ENGINES, default="sqlite", help="engine to answer on (default sqlite)")
+    parser.add_argument("--pg-url", help="PostgreSQL server for --engine postgresql (SQLAlchemy URL)")
+    parser.add_argument("--strategies", default="greedy,self-consistency",
+                        help=f"comma-separated, from {sorted(STRATEGIES)} (default greedy,self-consistency)")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
+                        help=f"record/replay cache shared by the strategies (default {DEFAULT_CACHE})")
+    parser.add_argument("--replay", action="store_true", help="replay the cache only: no model is needed")
+    parser.add_argument("--model", choices=["1.5b", "0.5b"], default="1.5b", help="embedded model (default 1.5b)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def add_bench_commands(subparsers: Any) -> None:
+    """Register ``bench spider`` on the main parser's subparsers."""
+    bench = subparsers.add_parser("bench", help="benchmarks (Spider accuracy)")
+    commands = bench.add_subparsers(dest="bench_command", required=True)
+    spider = commands.add_parser("spider", help="Spider dev execution accuracy per strategy")
+    add_spider_arguments(spider)
+    spider.set_defaults(handler=run_spider_command)
+
+
+def run_spider_command(args: argparse.Namespace) -> int:
+    from .spider import SpiderConfig, run_spider
+
+    config = SpiderConfig(
+        data_dir=args.data, n=None if args.all else args.n, seed=args.seed, engine=args.engine,
+        pg_url=args.pg_url, strategies=parse_strategies(args.strategies), cache_path=args.cache,
+        replay=args.replay, model=args.model, out_dir=args.out,
+    )
+    run = run_spider(config, progress=(lambda line: None) if args.quiet else _print_stderr)
+    for strategy, m in run.summaries.items():
+        gap = "n/a" if m.gap_closed is None else f"{100 * m.gap_closed:.1f}%"
+        print(f"{strategy:<18} n={m.questions:<4} EX={100 * m.ex:5.1f}%  Pass@N={100 * m.pass_at_n:5.1f}%  "
+              f"gap closed={gap}  tokens/q={m.tokens:.0f}  own p50={1000 * (m.own.p50 or 0):.0f} ms")
+    for kind, path in run.outputs.items():
+        print(f"{kind}: {path}")
+    return 0
+
+
+def _print_stderr(line: str) -> None:
+    import sys
+
+    print(line, file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Stand-alone entry (``benchmarks/spider.py``): the same options as ``verifiedsql bench spider``."""
+    from ..errors import VerifiedSQLError
+
+    parser = argparse.ArgumentParser(prog="benchmarks/spider.py", description="Spider accuracy harness")
+    add_spider_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run_spider_command(args)
+    except VerifiedSQLError as error:
+        import sys
+
+        print(f"error: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,189 @@
+"""The Spider accuracy run: sample questions, answer each with every strategy, grade, report.
+
+Questions are answered question by question (all strategies for one question, then the next), so the
+strategies share one candidate pool through the record/replay cache and a killed run has complete
+comparisons for what it finished. Each finished (strategy, question) is appended to a JSONL file and
+skipped on the next start.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..config import Options
+from ..database import Database
+from ..errors import LLMError, NoAnswerError
+from ..llm import chat_model_for
+from ..llm.base import ChatModel
+from ..pipeline import Pipeline
+from ..report import VerificationReport
+from .data import DEFAULT_DATA_DIR, Example, load_examples, stratified_sample
+from .engines import gold_connection, open_target, schema_for
+from .hardness import hardness
+from .metrics import Summary, summarize
+from .report import write_outputs
+from .scoring import CandidateGrader, Gold, matches, run_gold
+from .store import RecordStore
+from .strategies import strategy_options
+
+DEFAULT_OUT = Path("benchmarks/results")
+DEFAULT_CACHE = DEFAULT_OUT / "llm-cache.sqlite"
+
+
+@dataclass
+class SpiderConfig:
+    """What to run; the defaults are the issue's: 200 questions, SQLite, greedy vs self-consistency."""
+
+    data_dir: Path = DEFAULT_DATA_DIR
+    n: int | None = 200  # None: every question
+    seed: int = 0
+    engine: str = "sqlite"
+    pg_url: str | None = None
+    strategies: list[str] = field(default_factory=lambda: ["greedy", "self-consistency"])
+    cache_path: Path | None = DEFAULT_CACHE
+    replay: bool = False
+    model: str = "1.5b"
+    out_dir: Path = DEFAULT_OUT
+    options: dict[str, Any] = field(default_factory=dict)  # further Options values for every strategy
+
+    def base_options(self) -> dict[str, Any]:
+        values: dict[str, Any] = {"local_model": self.model, **self.options}
+        if self.cache_path is not None:
+            values.update(cache_path=self.cache_path, cache_mode="replay" if self.replay else "readwrite")
+        return values
+
+    def run_name(self, model_name: str) -> str:
+        """Output files are named after the engine and the model that answered, e.g.
+        ``spider-sqlite-qwen2.5-coder-1.5b``: runs of different models never mix."""
+        return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in f"spider-{self.engine}-{model_name}")
+
+
+@dataclass
+class SpiderRun:
+    records: list[dict[str, Any]]
+    summaries: dict[str, Summary]
+    outputs: dict[str, Path]
+
+
+Progress = Callable[[str], None]
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _report_fields(report: VerificationReport | None) -> dict[str, Any]:
+    """Cost and time figures of one answer. Cached calls replay the seconds recorded when the cache
+    was filled, so ``model_seconds`` is the uncached model time even on a replayed run."""
+    calls = report.llm_calls if report else []
+    return {
+        "llm_calls": len(calls),
+        "cached_calls": sum(c.cached for c in calls),
+        "prompt_tokens": sum(c.prompt_tokens for c in calls),
+        "completion_tokens": sum(c.completion_tokens for c in calls),
+        "total_tokens": sum(c.prompt_tokens + c.completion_tokens for c in calls),
+        "model_seconds": round(sum(c.seconds for c in calls), 4),
+        "live_model_seconds": round(sum(c.seconds for c in calls if not c.cached), 4),
+        "timings": dict(report.timings) if report else {},
+        "confidence": report.confidence if report else None,
+    }
+
+
+def answer_one(pipeline: Pipeline, example: Example, gold: Gold, grader: CandidateGrader) -> dict[str, Any]:
+    """Answer one question with one pipeline and grade it (not including the strategy's name)."""
+    status, error, sql, result = "answered", None, None, None
+    report: VerificationReport | None = None
+    start = time.perf_counter()
+    try:
+        answer = pipeline.answer(example.question)
+        report, sql, result = answer.report, answer.sql, answer.result
+    except NoAnswerError as exc:
+        status, error, report = "no_answer", str(exc), exc.report
+    except LLMError as exc:
+        status, error = "llm_error", str(exc)
+    wall = time.perf_counter() - start
+    fields = _report_fields(report)
+    candidates = [
+        {"index": c.index, "origin": c.origin, "sql": c.sql, "status": c.status, "cluster": c.cluster,
+         "correct": c.status == "ok" and grader.correct(c.sql)}
+        for c in (report.candidates if report else [])
+    ]
+    own = max(wall - fields["live_model_seconds"], 0.0)
+    return {
+        "id": example.id, "db_id": example.db_id, "question": example.question, "gold": example.gold,
+        "hardness": hardness(example.gold), "status": status, "error": error or gold.error,
+        "sql": sql, "correct": matches(result, gold),
+        "pass_at_n": any(c["correct"] for c in candidates),
+        "candidates": candidates,
+        "wall_seconds": round(wall, 4), "own_seconds": round(own, 4),
+        "estimated_seconds": round(own + fields["model_seconds"], 4),
+        **fields,
+    }
+
+
+class _DatabaseSet:
+    """One Database and gold connection per Spider database, opened on first use."""
+
+    def __init__(self, config: SpiderConfig) -> None:
+        self.config = config
+        self._open: dict[str, tuple[Database, Any]] = {}
+
+    def options(self, strategy: str, db_id: str) -> Options:
+        values = {**self.config.base_options(), "schema": schema_for(self.config.engine, db_id)}
+        return strategy_options(strategy, values)
+
+    def get(self, db_id: str) -> tuple[Database, Any]:
+        if db_id not in self._open:
+            cfg = self.config
+            engine = open_target(cfg.engine, cfg.data_dir, db_id, cfg.out_dir / "engines", cfg.pg_url)
+            database = Database(engine, self.options(cfg.strategies[0], db_id))
+            database.reflect()  # once per database, before timing, as a long-lived engine would
+            self._open[db_id] = (database, gold_connection(cfg.data_dir, db_id))
+        return self._open[db_id]
+
+    def close(self) -> None:
+        for database, gold in self._open.values():
+            database.engine.dispose()
+            gold.close()
+
+
+def run_spider(config: SpiderConfig, llm: ChatModel | None = None, progress: Progress = _stderr) -> SpiderRun:
+    """Run (or resume) the benchmark and write its JSON, Markdown and PNG; returns the records."""
+    examples = load_examples(config.data_dir)
+    sample = examples if config.n is None else stratified_sample(examples, config.n, config.seed)
+    databases = _DatabaseSet(config)
+    if llm is None:
+        progress("preparing the model (first use installs it)...")
+        llm = chat_model_for(strategy_options(config.strategies[0], config.base_options()))
+    run_name = config.run_name(llm.name)
+    store = RecordStore(config.out_dir / f"{run_name}.jsonl")
+    todo = [(e, s) for e in sample for s in config.strategies if not store.done(s, e.id)]
+    progress(f"{len(sample)} questions x {len(config.strategies)} strategies: "
+             f"{len(sample) * len(config.strategies) - len(todo)} done, {len(todo)} to run")
+    started = time.perf_counter()
+    golds: dict[int, Gold] = {}
+    try:
+        for count, (example, strategy) in enumerate(todo, 1):
+            database, gold_conn = databases.get(example.db_id)
+            if example.id not in golds:
+                golds[example.id] = run_gold(gold_conn, example.gold)
+            gold = golds[example.id]
+            grader = CandidateGrader(database, gold)
+            pipeline = Pipeline(database, llm, databases.options(strategy, example.db_id))
+            record = {"strategy": strategy, "engine": config.engine, "model": llm.name,
+                      **answer_one(pipeline, example, gold, grader)}
+            store.append(record)
+            mark = "ok " if record["correct"] else ("ERR" if record["status"] == "llm_error" else "-- ")
+            progress(f"[{count}/{len(todo)} {time.perf_counter() - started:7.1f}s] {mark} {strategy:<18} "
+                     f"#{example.id} {example.db_id}: {record['wall_seconds']:.1f}s, "
+                     f"{record['total_tokens']} tokens")
+    finally:
+        databases.close()
+    records = store.select(config.strategies, {e.id for e in sample})
+    summaries = summarize(records, config.strategies)
+    outputs = write_outputs(config, run_name, records, summaries)
+    return SpiderRun(records, summaries, outputs)

@@ -1,0 +1,31 @@
+"""Named pipeline configurations compared by the harness. Later stages add entries here."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..config import Options
+from ..errors import ConfigurationError
+
+# name -> Options overrides. Every strategy shares the same candidate pool through the record/replay
+# cache: greedy's only request is self-consistency's candidate 0 (temperature 0, seed 0).
+STRATEGIES: dict[str, dict[str, Any]] = {
+    "greedy": {"candidates": 1},
+    "self-consistency": {"candidates": 5},
+}
+
+REFERENCE = "self-consistency"  # the baseline of "gap closed"
+
+
+def parse_strategies(text: str) -> list[str]:
+    """``"greedy,self-consistency"`` -> the names, checked against the registry."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in STRATEGIES]
+    if unknown or not names:
+        raise ConfigurationError(f"unknown strategy {unknown or text!r}; known: {sorted(STRATEGIES)}.")
+    return names
+
+
+def strategy_options(name: str, base: Mapping[str, Any]) -> Options:
+    """The Options for strategy ``name``: ``base`` values with the strategy's overrides on top."""
+    return Options.build({**base, **STRATEGIES[name]})
