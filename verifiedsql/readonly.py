@@ -53,7 +53,7 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from .errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError
 from .profiles import DialectProfile
-from .safety import FILE_SUFFIXES, check_query
+from .safety import check_query, is_file_path
 
 Cursor = Any
 Strategy = Callable[[Any, str, DialectProfile, float], ContextManager[Cursor]]
@@ -148,22 +148,30 @@ def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s
 _DUCKDB_SETTINGS = ("autoinstall_known_extensions", "autoload_known_extensions")
 
 
-def _duckdb_tree_refusal(tree: Any, profile: DialectProfile) -> str | None:
-    """The first denied function or file scan in DuckDB's serialized parse tree, if any."""
+def _json_nodes(tree: Any) -> Iterator[Any]:
+    """Every dict and string in a JSON tree (an engine's serialized parse tree or plan)."""
     stack = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, list):
             stack.extend(node)
         elif isinstance(node, dict):
-            function = node.get("function_name")
-            if isinstance(function, str) and _denied(profile, function):
-                return f"{function.lower()}()"
-            if node.get("type") == "BASE_TABLE":
-                name = str(node.get("table_name", ""))
-                if any(ch in name for ch in "/\\:") or name.lower().endswith(FILE_SUFFIXES):
-                    return "file table"
+            yield node
             stack.extend(node.values())
+        elif isinstance(node, str):
+            yield node
+
+
+def _duckdb_tree_refusal(tree: Any, profile: DialectProfile) -> str | None:
+    """The first denied function or file scan in DuckDB's serialized parse tree, if any."""
+    for node in _json_nodes(tree):
+        if not isinstance(node, dict):
+            continue
+        function = node.get("function_name")
+        if isinstance(function, str) and _denied(profile, function):
+            return f"{function.lower()}()"
+        if node.get("type") == "BASE_TABLE" and is_file_path(str(node.get("table_name", ""))):
+            return "file table"
     return None
 
 
@@ -237,19 +245,14 @@ def _first_keyword(sql: str) -> str:
 
 def _plan_refusal(plan: Any, profile: DialectProfile) -> str | None:
     """The first table modification or denied function call in a JSON plan, if any."""
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
+    for node in _json_nodes(plan):
+        if isinstance(node, dict):
             if node.get("Node Type") == "ModifyTable":
                 return str(node.get("Operation", "modify")).upper()
-            stack.extend(node.values())
-        elif isinstance(node, str):
-            for name in re.findall(r"([A-Za-z_][\w$]*)\s*\(", node):
-                if _denied(profile, name):
-                    return f"{name.lower()}()"
+            continue
+        for name in re.findall(r"([A-Za-z_][\w$]*)\s*\(", node):
+            if _denied(profile, name):
+                return f"{name.lower()}()"
     return None
 
 

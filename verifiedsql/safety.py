@@ -114,13 +114,17 @@ FILE_SUFFIXES = (
 )
 
 
+def is_file_path(name: str) -> bool:
+    """True for a table name that an engine would read as a file or URL (``/etc/passwd``, ``x.csv``)."""
+    return any(ch in name for ch in "/\\:") or name.lower().endswith(FILE_SUFFIXES)
+
+
 def _looks_like_path(table: exp.Table) -> bool:
     """DuckDB reads ``FROM 'file.csv'`` or ``FROM "/etc/passwd"`` as a file (a replacement scan)."""
     name = table.name
     if not name:
         return isinstance(table.this, exp.Literal) and table.this.is_string
-    lowered = name.lower()
-    return any(ch in name for ch in "/\\:") or lowered.endswith(FILE_SUFFIXES)
+    return is_file_path(name)
 
 
 def outermost_orders(tree: exp.Expression) -> bool:
