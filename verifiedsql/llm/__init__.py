@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..config import Options
 from .base import ChatModel, ChatRequest, ChatResponse, Message, messages
 from .cache import RecordingChatModel, request_key
-from .local import MODELS, LocalChatModel, LocalModelSpec, LocalServer, embedded_chat_model, install_model, model_home
+from .local import LocalChatModel, LocalServer, embedded_chat_model
+from .models import MODELS, LocalModelSpec, install_model, model_home
 from .openai_client import OpenAIChatModel
 
 DEFAULT_REMOTE_MODEL = "gpt-4o-mini"

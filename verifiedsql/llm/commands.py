@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 from ..errors import ModelInstallError
-from .local import DEFAULT_MODEL, MODELS, default_threads, install_model, require_llama_cpp, server_command
+from .local import default_threads, require_llama_cpp, server_command
+from .models import DEFAULT_MODEL, MODELS, install_model
 
 
 def add_llm_commands(subparsers: "argparse._SubParsersAction[Any]") -> argparse.ArgumentParser:
