@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares a fresh machine for verifiedsql: Debian packages (PostgreSQL for the tests, bubblewrap for
 # the sandbox), a virtual environment in .venv with the package and its test tools, llama-cpp-python
-# built with CPU flags that work here (cached in .cache/wheels), and the embedded model.
+# built with CPU flags that work here (wheel cached under ~/.cache/verifiedsql), and the embedded model.
 #   MODEL=1.5b|0.5b|none   which embedded model to install now (default 1.5b; the tests use 0.5b)
 # Safe to run again: every step is skipped when already done.
 set -euo pipefail
@@ -27,7 +27,7 @@ fi
 step "installing verifiedsql and its dependencies into .venv"
 .venv/bin/python -m pip install -q -e ".[dev]"
 
-step "llama-cpp-python (built once with safe CPU flags, then reused from .cache/wheels)"
+step "llama-cpp-python (built once with flags this CPU supports, then reused from the wheel cache)"
 PY=.venv/bin/python bash scripts/build-llama-wheel.sh
 
 for model in $(echo "$MODEL" | tr ',' ' '); do

@@ -299,3 +299,51 @@ def test_postgres_autocommit_connection(engine_factory) -> None:
                 pass
         assert raw.autocommit and raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         assert raw.execute("SELECT to_regclass('stolen')").fetchone() == (None,)
+
+
+def test_reflect_samples_with_one_query_per_table(shop_engine: sa.Engine, monkeypatch) -> None:
+    db = Database(shop_engine, options(sample_values=3))
+    statements: list[str] = []
+    run_on = Database._run_on
+
+    def counting(self, conn, sql, cap):
+        statements.append(sql)
+        return run_on(self, conn, sql, cap)
+
+    monkeypatch.setattr(Database, "_run_on", counting)
+    schema = db.reflect()
+    assert len(statements) == len(schema.tables) == 2
+    assert all("LIMIT 1000" in sql for sql in statements)
+    for table in schema.tables:
+        assert all(1 <= len(c.samples) <= 3 for c in table.columns)
+
+
+def test_distinct_samples_handle_unhashable_values() -> None:
+    from verifiedsql.database import _distinct_values
+
+    values = [None, [1], [1], {"a": 1}, 2, 2, 2.0, "x", {"a": 1}, [2]]
+    assert _distinct_values(values, 10) == [[1], {"a": 1}, 2, "x", [2]]
+    assert _distinct_values(values, 2) == [[1], {"a": 1}]
+
+
+def test_reflect_duplicate_foreign_key_without_warning(tmp_path: Path) -> None:
+    """Spider's dog_kennels declares one foreign key twice; SQLAlchemy's warning about it is silenced."""
+    import warnings
+
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'dogs.sqlite'}")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE Owners (owner_id BIGINT, PRIMARY KEY (owner_id))")
+        conn.exec_driver_sql(
+            "CREATE TABLE Dogs (dog_id BIGINT, owner_id BIGINT NOT NULL, PRIMARY KEY (dog_id), "
+            "FOREIGN KEY (owner_id) REFERENCES Owners (owner_id), FOREIGN KEY (owner_id) REFERENCES Owners (owner_id))"
+        )
+        conn.exec_driver_sql("INSERT INTO Owners VALUES (1)")
+        conn.exec_driver_sql("INSERT INTO Dogs VALUES (7, 1)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        schema = Database(engine, options(sample_values=2)).reflect()
+    assert [t.name for t in schema.tables] == ["Dogs", "Owners"]
+    assert [(fk.columns, fk.referred_table, fk.referred_columns) for fk in schema.table("Dogs").foreign_keys] == [
+        (("owner_id",), "Owners", ("owner_id",))
+    ]
+    assert schema.table("Dogs").column("dog_id").samples == (7,)

@@ -3,7 +3,7 @@
 Every statement runs through both safety layers: the statement guard (``safety.check_query``) and the
 engine guard (``readonly``: the engine's own read-only mode, a timeout, always rolled back). Rows are
 capped at ``Options.row_cap`` and the result says when it was cut short. Reflection samples a few
-values per column with bounded queries that go through the same two layers.
+values per column with one bounded query per table that goes through the same two layers.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
@@ -27,7 +27,7 @@ from .schema import Column, ForeignKey, Schema, Table
 # The connection a question was asked on (set by ``Database.asked_on``), per thread or task.
 _CALLER: ContextVar[sa.Connection | None] = ContextVar("verifiedsql_caller", default=None)
 SHARED_POOLS = (SingletonThreadPool, StaticPool)
-SAMPLE_SCAN_ROWS = 1_000  # rows a sample query may look at, per column
+SAMPLE_SCAN_ROWS = 1_000  # rows a table's sample query may look at
 SAMPLE_TEXT_CHARS = 60
 
 
@@ -91,12 +91,15 @@ class Database:
         """
         if guard:
             check_query(sql, self.profile)
-        cap = self.options.row_cap
         with self._connect() as conn:
-            raw = conn.connection.driver_connection
-            with self._strategy(raw, sql, self.profile, self.options.statement_timeout_s) as cursor:
-                columns = tuple(str(d[0]) for d in cursor.description or ())
-                rows = cursor.fetchmany(cap + 1)
+            return self._run_on(conn, sql, self.options.row_cap)
+
+    def _run_on(self, conn: sa.Connection, sql: str, cap: int) -> ResultSet:
+        """The engine guard and the fetch of ``run_query`` (the statement guard must have passed)."""
+        raw = conn.connection.driver_connection
+        with self._strategy(raw, sql, self.profile, self.options.statement_timeout_s) as cursor:
+            columns = tuple(str(d[0]) for d in cursor.description or ())
+            rows = cursor.fetchmany(cap + 1)
         return ResultSet(columns, tuple(tuple(row) for row in rows[:cap]), truncated=len(rows) > cap)
 
     # --------------------------------------------------------------------------------- reflection
@@ -109,25 +112,65 @@ class Database:
 
     def _reflect(self) -> Schema:
         with self._connect() as conn:
-            return self._reflect_with(sa.inspect(conn))
+            tables = self._reflect_with(sa.inspect(conn))
+        if self.options.sample_values > 0:
+            with self._connect() as conn:  # one connection for every table's sample query
+                tables = [
+                    Table(t.name, self._with_samples(conn, raw_name, t.columns), t.foreign_keys)
+                    for raw_name, t in tables
+                ]
+        else:
+            tables = [t for _, t in tables]
+        return Schema(tuple(tables), namespace=self.options.schema)
 
-    def _reflect_with(self, inspector: sa.Inspector) -> Schema:
+    def _reflect_with(self, inspector: sa.Inspector) -> list[tuple[str, Table]]:
+        """Each table of the namespace, by its own name, without samples; bulk reflection where it can."""
         namespace = self.options.schema
+        names = sorted(inspector.get_table_names(schema=namespace))
+        if not names:
+            return []
+        columns = self._bulk(inspector.get_multi_columns, names)
+        primary_keys = self._bulk(inspector.get_multi_pk_constraint, names)
+        foreign_keys = self._bulk_foreign_keys(inspector, names)
         tables = []
-        for name in sorted(inspector.get_table_names(schema=namespace)):
-            primary = set(inspector.get_pk_constraint(name, schema=namespace).get("constrained_columns") or ())
-            columns = tuple(
+        for name in names:
+            infos = columns.get(name)
+            if infos is None:
+                infos = inspector.get_columns(name, schema=namespace)
+            pk = primary_keys.get(name)
+            if pk is None:
+                pk = inspector.get_pk_constraint(name, schema=namespace)
+            primary = set(pk.get("constrained_columns") or ())
+            table_columns = tuple(
                 Column(
                     name=info["name"],
                     type=self._type_text(info["type"]),
                     nullable=bool(info.get("nullable", True)),
                     primary_key=info["name"] in primary,
-                    samples=self._samples(name, info["name"]),
                 )
-                for info in inspector.get_columns(name, schema=namespace)
+                for info in infos
             )
-            tables.append(Table(self._qualified(name), columns, self._foreign_keys(inspector, name)))
-        return Schema(tuple(tables), namespace=namespace)
+            keys = foreign_keys[name] if name in foreign_keys else self._foreign_keys(inspector, name)
+            tables.append((name, Table(self._qualified(name), table_columns, keys)))
+        return tables
+
+    def _bulk(self, method: Any, names: list[str]) -> dict[str, Any]:
+        """One ``Inspector.get_multi_*`` call for all tables, by table name; {} where it fails.
+
+        Dialects without bulk reflection of their own get SQLAlchemy's per-table loop; a name missing
+        from the answer is reflected on its own by the caller.
+        """
+        try:
+            found = method(schema=self.options.schema, filter_names=names)
+        except (NotImplementedError, sa.exc.SQLAlchemyError, ValueError, KeyError):
+            return {}
+        return {table: value for (_, table), value in found.items()}
+
+    def _bulk_foreign_keys(self, inspector: sa.Inspector, names: list[str]) -> dict[str, tuple[ForeignKey, ...]]:
+        """Foreign keys of all tables at once; {} if that fails (then each table is tried on its own)."""
+        with _quiet_fk_parsing():
+            found = self._bulk(inspector.get_multi_foreign_keys, names)
+        return {table: self._foreign_key_tuple(keys) for table, keys in found.items()}
 
     def _qualified(self, table: str, schema: str | None = None) -> str:
         schema = schema or self.options.schema
@@ -141,10 +184,14 @@ class Database:
 
     def _foreign_keys(self, inspector: sa.Inspector, table: str) -> tuple[ForeignKey, ...]:
         try:
-            keys = inspector.get_foreign_keys(table, schema=self.options.schema)
+            with _quiet_fk_parsing():
+                keys = inspector.get_foreign_keys(table, schema=self.options.schema)
         except (sa.exc.SQLAlchemyError, ValueError, KeyError) as error:  # e.g. fakesnow's SHOW IMPORTED KEYS
-            warnings.warn(f"verifiedsql could not reflect foreign keys of {table!r}: {error}", stacklevel=3)
+            warnings.warn(f"verifiedsql could not reflect foreign keys of {table!r}: {error}", stacklevel=5)
             return ()
+        return self._foreign_key_tuple(keys)
+
+    def _foreign_key_tuple(self, keys: list[dict[str, Any]]) -> tuple[ForeignKey, ...]:
         return tuple(
             ForeignKey(
                 tuple(fk["constrained_columns"]),
@@ -154,22 +201,68 @@ class Database:
             for fk in keys
         )
 
-    def _samples(self, table: str, column: str) -> tuple[Any, ...]:
-        """Up to ``options.sample_values`` distinct non-null values among the first rows of a column."""
+    def _with_samples(self, conn: sa.Connection, table: str, columns: tuple[Column, ...]) -> tuple[Column, ...]:
+        """``columns`` with up to ``options.sample_values`` distinct non-null values each, in first-seen
+        order among the table's first SAMPLE_SCAN_ROWS rows: one bounded query per table, through
+        both safety layers (never a full scan)."""
         limit = self.options.sample_values
-        if limit <= 0:
-            return ()
-        quote = self.engine.dialect.identifier_preparer.quote
-        source = quote(table)
+        preparer = self.engine.dialect.identifier_preparer
+        source = preparer.quote(table)
         if self.options.schema:
-            source = f"{self.engine.dialect.identifier_preparer.quote_schema(self.options.schema)}.{source}"
-        col = quote(column)
-        sql = (
-            f"SELECT DISTINCT {col} FROM (SELECT {col} FROM {source} LIMIT {SAMPLE_SCAN_ROWS}) s "
-            f"WHERE {col} IS NOT NULL LIMIT {limit}"
-        )
+            source = f"{preparer.quote_schema(self.options.schema)}.{source}"
+        sql = f"SELECT * FROM {source} LIMIT {SAMPLE_SCAN_ROWS}"
         try:
-            result = self.run_query(sql)
-        except QueryError:  # e.g. a type without equality (PostgreSQL json): no samples, not a failure
-            return ()
-        return tuple(_trim(row[0]) for row in result.rows)
+            check_query(sql, self.profile)
+            result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS)
+        except QueryError:  # no samples for this table, not a failure
+            return columns
+        positions = _column_positions(result.columns, [c.name for c in columns])
+        cells = list(zip(*result.rows)) if result.rows else []
+        return tuple(
+            Column(column.name, column.type, column.nullable, column.primary_key,
+                   tuple(_trim(v) for v in _distinct_values(cells[position], limit)))
+            if cells and position is not None else column
+            for column, position in zip(columns, positions)
+        )
+
+
+def _column_positions(found: tuple[str, ...], wanted: list[str]) -> list[int | None]:
+    """Where each wanted column is among the result's columns: by name, else by name in any case."""
+    exact = {name: i for i, name in reversed(list(enumerate(found)))}
+    folded = {name.lower(): i for i, name in reversed(list(enumerate(found)))}
+    return [exact.get(name, folded.get(name.lower())) for name in wanted]
+
+
+def _distinct_values(values: Iterable[Any], limit: int) -> list[Any]:
+    """Up to ``limit`` distinct non-null values, in first-seen order; unhashable ones (lists, dicts)
+    are told apart by their repr."""
+    seen: set[Any] = set()
+    picked: list[Any] = []
+    for value in values:
+        if value is None:
+            continue
+        try:
+            key: Any = (0, value)
+            if key in seen:
+                continue
+        except TypeError:
+            key = (1, repr(value))
+            if key in seen:
+                continue
+        seen.add(key)
+        picked.append(value)
+        if len(picked) >= limit:
+            break
+    return picked
+
+
+@contextmanager
+def _quiet_fk_parsing() -> Iterator[None]:
+    """Silence SQLAlchemy's SQLite warning about a foreign key written twice in the DDL (Spider's
+    dog_kennels declares ``FOREIGN KEY (owner_id) REFERENCES Owners (owner_id)`` twice): the PRAGMA
+    lists both, SQLAlchemy keeps one, then warns that it cannot place the second. The data is
+    right and the key is kept once; the warning is about the DDL, not about anything to fix."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="WARNING: SQL-parsed foreign key constraint",
+                                category=sa.exc.SAWarning)
+        yield
