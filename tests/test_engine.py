@@ -151,3 +151,19 @@ def test_question_keeps_the_callers_uncommitted_work_on_a_shared_connection(url)
         conn.commit()
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT COUNT(*) FROM t")).scalar() == 1
+
+
+def test_question_about_an_empty_database_is_a_typed_error():
+    fake = ScriptedChatModel([])
+    engine = verifiedsql.create_engine("sqlite://", llm=fake)
+    with engine.connect() as conn, pytest.raises(verifiedsql.EmptySchemaError, match="no tables"):
+        conn.execute(verifiedsql.ask("How many customers?"))
+    assert fake.requests == []
+
+
+def test_cli_refuses_a_missing_sqlite_file(tmp_path, capsys):
+    from verifiedsql.cli import main
+
+    missing = tmp_path / "missing.db"
+    assert main(["ask", f"sqlite:///{missing}", "How many?"]) == 2
+    assert not missing.exists() and "no SQLite database" in capsys.readouterr().err

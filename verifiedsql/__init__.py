@@ -10,6 +10,7 @@ from .config import LLMSettings, Options
 from .engine import Ask, VerifiedResult, ask, create_engine
 from .errors import (
     ConfigurationError,
+    EmptySchemaError,
     LLMError,
     ModelInstallError,
     NoAnswerError,
@@ -26,7 +27,7 @@ from .report import VerificationReport
 __version__ = "0.1.0"
 
 __all__ = [
-    "Ask", "ConfigurationError", "LLMError", "LLMSettings", "ModelInstallError", "NoAnswerError",
+    "Ask", "ConfigurationError", "EmptySchemaError", "LLMError", "LLMSettings", "ModelInstallError", "NoAnswerError",
     "NotConfiguredError", "Options", "QueryError", "QueryTimeoutError", "QuestionError",
     "ReplayMissError", "UnsafeSQLError", "VerificationReport", "VerifiedResult", "VerifiedSQLError",
     "ask", "create_engine",

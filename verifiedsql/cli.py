@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 from .bench.cli import add_bench_commands
@@ -62,7 +63,12 @@ def _ask(args: argparse.Namespace) -> int:
     if args.schema:
         values["schema"] = args.schema
     options = Options.build(values)
-    engine = sa.create_engine(args.url)
+    url = sa.make_url(args.url)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
+            and not Path(url.database).exists():
+        print(f"error: no SQLite database at {url.database}", file=sys.stderr)
+        return 2
+    engine = sa.create_engine(url)
     print("preparing the model (first use installs it)...", file=sys.stderr, flush=True)
     llm = ProgressChatModel(chat_model_for(options))
     pipeline = Pipeline(Database(engine, options), llm, options)

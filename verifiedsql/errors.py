@@ -17,6 +17,10 @@ class NotConfiguredError(VerifiedSQLError):
     """A question was sent through an engine that verifiedsql does not wrap."""
 
 
+class EmptySchemaError(VerifiedSQLError):
+    """The database (or the chosen schema) has no tables, so there is nothing to ask about."""
+
+
 class QuestionError(VerifiedSQLError, ValueError):
     """The question itself is unusable (empty, too long, not text)."""
 

@@ -10,7 +10,7 @@ from typing import Iterator
 
 from .config import Options
 from .database import Database
-from .errors import NoAnswerError, QuestionError
+from .errors import EmptySchemaError, NoAnswerError, QuestionError
 from .llm.base import ChatModel
 from .report import VerificationReport
 from .results import ResultSet
@@ -72,7 +72,14 @@ class Pipeline:
         text = clean_question(question, self.options.max_question_chars)
         report = VerificationReport(question=text, dialect=self.database.profile.name)
         with _timed(report, "context"):
-            schema_text = render_schema(self.database.reflect())
+            schema = self.database.reflect()
+            if not schema.tables:
+                where = f"schema {schema.namespace!r}" if schema.namespace else "the default schema"
+                raise EmptySchemaError(
+                    f"found no tables in {where} of {self.database.engine.url.render_as_string()}; check "
+                    "the URL (a new SQLite path is an empty database) or pass schema=<name>."
+                )
+            schema_text = render_schema(schema)
         with _timed(report, "generate"):
             runs = self.generator.generate(text, schema_text, report)
         with _timed(report, "select"):
