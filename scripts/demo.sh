@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-QUESTION=${1:-"Which three customers spent the most money on orders that were not cancelled?"}
+QUESTION=${1:-"How many customers are there in each country?"}
 echo
 echo "question: $QUESTION"
 .venv/bin/verifiedsql ask sqlite:///examples/shop.db "$QUESTION"
