@@ -220,3 +220,20 @@ def test_postgresql_needs_a_url(spider, tmp_path):
 
     with pytest.raises(ConfigurationError, match="--pg-url"):
         run_spider(config(spider, tmp_path, engine="postgresql"), llm=PoolModel({}), progress=lambda line: None)
+
+
+def test_report_only_summarises_stored_records_without_asking(spider, tmp_path):
+    cfg = config(spider, tmp_path, strategies=["greedy"])
+    first = run_spider(cfg, llm=PoolModel({}), progress=lambda line: None)
+    idle = PoolModel({})
+    cfg.report_only = True
+    report = run_spider(cfg, llm=idle, progress=lambda line: None)
+    assert idle.requests == [] and len(report.records) == len(first.records)
+    assert report.summaries["greedy"].ex == first.summaries["greedy"].ex
+
+
+def test_questions_run_in_a_seeded_shuffled_order(spider, tmp_path):
+    model = PoolModel({})
+    run_spider(config(spider, tmp_path, strategies=["greedy"]), llm=model, progress=lambda line: None)
+    asked = [m["content"].rsplit("Question: ", 1)[1] for r in model.requests for m in r.messages if "Question: " in m["content"]]
+    assert sorted(asked) == sorted(q for _, q, _ in QUESTIONS) and asked != [q for _, q, _ in QUESTIONS]

@@ -30,6 +30,8 @@ def add_spider_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=["1.5b", "0.5b"], default="1.5b", help="embedded model (default 1.5b)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the report from the records stored so far; answer nothing")
 
 
 def add_bench_commands(subparsers: Any) -> None:
@@ -47,7 +49,7 @@ def run_spider_command(args: argparse.Namespace) -> int:
     config = SpiderConfig(
         data_dir=args.data, n=None if args.all else args.n, seed=args.seed, engine=args.engine,
         pg_url=args.pg_url, strategies=parse_strategies(args.strategies), cache_path=args.cache,
-        replay=args.replay, model=args.model, out_dir=args.out,
+        replay=args.replay, model=args.model, out_dir=args.out, report_only=args.report_only,
     )
     run = run_spider(config, progress=(lambda line: None) if args.quiet else _print_stderr)
     for strategy, m in run.summaries.items():

@@ -8,6 +8,7 @@ skipped on the next start.
 
 from __future__ import annotations
 
+import random
 import sys
 import time
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from ..database import Database
 from ..errors import LLMError, NoAnswerError
 from ..llm import chat_model_for
 from ..llm.base import ChatModel
+from ..llm.models import MODELS
 from ..pipeline import Pipeline
 from ..report import VerificationReport
 from .data import DEFAULT_DATA_DIR, Example, load_examples, stratified_sample
@@ -49,6 +51,7 @@ class SpiderConfig:
     model: str = "1.5b"
     out_dir: Path = DEFAULT_OUT
     options: dict[str, Any] = field(default_factory=dict)  # further Options values for every strategy
+    report_only: bool = False  # summarise the stored records; answer nothing
 
     def base_options(self) -> dict[str, Any]:
         values: dict[str, Any] = {"local_model": self.model, **self.options}
@@ -155,13 +158,19 @@ def run_spider(config: SpiderConfig, llm: ChatModel | None = None, progress: Pro
     """Run (or resume) the benchmark and write its JSON, Markdown and PNG; returns the records."""
     examples = load_examples(config.data_dir)
     sample = examples if config.n is None else stratified_sample(examples, config.n, config.seed)
+    # A seeded shuffle: every prefix of the run is a uniform subsample, so a partial run is unbiased.
+    order = list(sample)
+    random.Random(config.seed).shuffle(order)
     databases = _DatabaseSet(config)
-    if llm is None:
+    if llm is None and not config.report_only:
         progress("preparing the model (first use installs it)...")
         llm = chat_model_for(strategy_options(config.strategies[0], config.base_options()))
-    run_name = config.run_name(llm.name)
+    model_name = llm.name if llm is not None else MODELS[config.model].alias
+    run_name = config.run_name(model_name)
     store = RecordStore(config.out_dir / f"{run_name}.jsonl")
-    todo = [(e, s) for e in sample for s in config.strategies if not store.done(s, e.id)]
+    todo = [] if config.report_only else [
+        (e, s) for e in order for s in config.strategies if not store.done(s, e.id)
+    ]
     progress(f"{len(sample)} questions x {len(config.strategies)} strategies: "
              f"{len(sample) * len(config.strategies) - len(todo)} done, {len(todo)} to run")
     started = time.perf_counter()
@@ -174,7 +183,7 @@ def run_spider(config: SpiderConfig, llm: ChatModel | None = None, progress: Pro
             gold = golds[example.id]
             grader = CandidateGrader(database, gold)
             pipeline = Pipeline(database, llm, databases.options(strategy, example.db_id))
-            record = {"strategy": strategy, "engine": config.engine, "model": llm.name,
+            record = {"strategy": strategy, "engine": config.engine, "model": model_name,
                       **answer_one(pipeline, example, gold, grader)}
             store.append(record)
             mark = "ok " if record["correct"] else ("ERR" if record["status"] == "llm_error" else "-- ")
