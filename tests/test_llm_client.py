@@ -2,79 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
+from fake_openai import FakeServer, Reply, completion
 from verifiedsql.errors import LLMError
 from verifiedsql.llm import ChatRequest, OpenAIChatModel, messages
 from verifiedsql.llm.local import free_port
-
-
-@dataclass
-class Reply:
-    status: int = 200
-    body: Any = None            # dict -> JSON, str/bytes -> raw
-    headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
-
-
-def completion(text: str = "SELECT 1", usage: bool = True) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": "c1", "object": "chat.completion", "created": 0, "model": "fake-model",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-    }
-    if usage:
-        body["usage"] = {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}
-    return body
-
-
-class FakeServer:
-    """Answers POST /v1/chat/completions from a script; the last reply repeats once the script runs out."""
-
-    def __init__(self) -> None:
-        self.script: list[Reply] = []
-        self.requests: list[dict[str, Any]] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                payload = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                fake.requests.append(payload)
-                reply = fake.script.pop(0) if len(fake.script) > 1 else fake.script[0]
-                time.sleep(reply.delay_s)
-                body = reply.body if reply.body is not None else completion()
-                raw = json.dumps(body).encode() if isinstance(body, dict) else (
-                    body.encode() if isinstance(body, str) else body)
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(raw)))
-                    for key, value in reply.headers.items():
-                        self.send_header(key, value)
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
-        threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()
-
-    def model(self, **kwargs: Any) -> OpenAIChatModel:
-        kwargs.setdefault("timeout_s", 10.0)
-        kwargs.setdefault("max_retries", 3)
-        return OpenAIChatModel(self.url, "fake-model", "key", backoff_s=0.01, use_env_proxy=False, **kwargs)
 
 
 @pytest.fixture
