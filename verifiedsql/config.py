@@ -38,7 +38,7 @@ class LLMSettings:
         return not self.base_url and not self.api_key
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> "LLMSettings":
+    def from_env(cls, **overrides: Any) -> LLMSettings:
         settings = cls(
             base_url=_env("VERIFIEDSQL_LLM_BASE_URL", "OPENAI_BASE_URL"),
             model=_env("VERIFIEDSQL_LLM_MODEL", "OPENAI_MODEL"),
@@ -83,7 +83,7 @@ class Options:
             raise ConfigurationError("row_cap and statement_timeout_s must be positive.")
 
     @classmethod
-    def build(cls, values: Mapping[str, Any] | None = None) -> "Options":
+    def build(cls, values: Mapping[str, Any] | None = None) -> Options:
         """Options from keyword values; LLM keys are ``llm_base_url``, ``llm_model``, ``llm_api_key``,
         ``local_model``, ``llm_timeout_s``, ``llm_max_retries``; ``cache`` is a shorthand for cache_path
         with read-write mode."""

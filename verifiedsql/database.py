@@ -112,15 +112,14 @@ class Database:
 
     def _reflect(self) -> Schema:
         with self._connect() as conn:
-            tables = self._reflect_with(sa.inspect(conn))
+            reflected = self._reflect_with(sa.inspect(conn))
+        tables = [table for _, table in reflected]
         if self.options.sample_values > 0:
             with self._connect() as conn:  # one connection for every table's sample query
                 tables = [
                     Table(t.name, self._with_samples(conn, raw_name, t.columns), t.foreign_keys)
-                    for raw_name, t in tables
+                    for raw_name, t in reflected
                 ]
-        else:
-            tables = [t for _, t in tables]
         return Schema(tuple(tables), namespace=self.options.schema)
 
     def _reflect_with(self, inspector: sa.Inspector) -> list[tuple[str, Table]]:

@@ -161,7 +161,7 @@ class Connection:
         self._require_idle()
         return self._state.answer(self._engine, question)
 
-    def cursor(self) -> "Cursor":
+    def cursor(self) -> Cursor:
         self._check_open()
         return Cursor(self)
 
@@ -184,7 +184,7 @@ class Connection:
         if self.closed:
             raise InterfaceError("the connection is closed.")
 
-    def __enter__(self) -> "Connection":
+    def __enter__(self) -> Connection:
         return self
 
     def __exit__(self, exc_type: Any, *_: Any) -> None:
@@ -223,7 +223,7 @@ class Cursor:
     def lastrowid(self) -> Any:
         return getattr(self._raw_cursor, "lastrowid", None)
 
-    def execute(self, operation: str, parameters: Any = None, *, mode: ExecuteMode = "auto") -> "Cursor":
+    def execute(self, operation: str, parameters: Any = None, *, mode: ExecuteMode = "auto") -> Cursor:
         """Run SQL unchanged, or answer a question; see the module docstring for how it decides."""
         self._check_open()
         if mode not in ("auto", "sql", "question"):
@@ -247,7 +247,7 @@ class Cursor:
         self.verification = answer.report
         return self
 
-    def executemany(self, operation: str, seq_of_parameters: Sequence[Any]) -> "Cursor":
+    def executemany(self, operation: str, seq_of_parameters: Sequence[Any]) -> Cursor:
         """Plain SQL only: questions take no parameters."""
         self._check_open()
         self._reset(question=False)
@@ -303,7 +303,7 @@ class Cursor:
             raise InterfaceError("the cursor is closed.")
         self.connection._check_open()
 
-    def __enter__(self) -> "Cursor":
+    def __enter__(self) -> Cursor:
         return self
 
     def __exit__(self, *_: Any) -> None:

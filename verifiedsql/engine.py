@@ -8,7 +8,7 @@ the options. A question is an ``Ask`` executable, which SQLAlchemy dispatches to
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import plugins
@@ -38,7 +38,7 @@ class VerifiedResult(IteratorResult):
     verification: VerificationReport
 
     @classmethod
-    def from_answer(cls, answer: Answer) -> "VerifiedResult":
+    def from_answer(cls, answer: Answer) -> VerifiedResult:
         result = cls(SimpleResultMetaData(list(answer.result.columns)), iter(answer.result.rows))
         result.verification = answer.report
         return result
@@ -56,7 +56,7 @@ class Ask(Executable, ClauseElement):
     def __repr__(self) -> str:
         return f"ask({self.question!r})"
 
-    def _execute_on_connection(
+    def _execute_on_connection(  # type: ignore[override]  # a Result, not a CursorResult: no cursor
         self, connection: sa.Connection, distilled_params: Any, execution_options: Any
     ) -> VerifiedResult:
         state = state_of(connection.engine)

@@ -91,7 +91,7 @@ class _Column:
     numeric: bool = True
 
     @classmethod
-    def empty(cls, count: int) -> "_Column":
+    def empty(cls, count: int) -> _Column:
         return cls([], np.full(count, math.nan), np.zeros(count, dtype=bool), np.zeros(count, dtype=bool),
                    np.zeros(count, dtype=np.uint64))
 
@@ -195,7 +195,7 @@ class Fingerprint:
     numbers: tuple[np.ndarray | None, ...] = field(compare=False, repr=False)
 
     @classmethod
-    def of(cls, result: ResultSet, *, ordered: bool = False) -> "Fingerprint":
+    def of(cls, result: ResultSet, *, ordered: bool = False) -> Fingerprint:
         width, rows = result.width, result.rows
         if rows and set(map(len, rows)) != {width}:
             raise ValueError(f"a row of a {width}-column result holds another number of cells")

@@ -33,7 +33,7 @@ class Spread:
     p95: float | None
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> "Spread":
+    def of(cls, values: Sequence[float]) -> Spread:
         return cls(percentile(values, 50), percentile(values, 95))
 
 

@@ -62,7 +62,7 @@ def _breakdown_table(title: str, records: list[dict[str, Any]], key: str, strate
     return lines + [""]
 
 
-def markdown(config: "SpiderConfig", records: list[dict[str, Any]], summaries: dict[str, Summary],
+def markdown(config: SpiderConfig, records: list[dict[str, Any]], summaries: dict[str, Summary],
              chart: str | None) -> str:
     """The human-readable report."""
     strategies = [s for s in config.strategies if s in summaries]
@@ -137,7 +137,7 @@ def chart(summaries: dict[str, Summary], path: Path) -> Path | None:
     return path
 
 
-def write_outputs(config: "SpiderConfig", name: str, records: list[dict[str, Any]],
+def write_outputs(config: SpiderConfig, name: str, records: list[dict[str, Any]],
                   summaries: dict[str, Summary]) -> dict[str, Path]:
     """``<name>.json``, ``<name>.md`` and ``<name>.png`` in the output folder (``name`` may hold dots:
     it is never treated as a suffix)."""

@@ -173,6 +173,7 @@ def run_spider(config: SpiderConfig, llm: ChatModel | None = None, progress: Pro
     ]
     progress(f"{len(sample)} questions x {len(config.strategies)} strategies: "
              f"{len(sample) * len(config.strategies) - len(todo)} done, {len(todo)} to run")
+    assert llm is not None or not todo  # only --report-only runs without a model
     started = time.perf_counter()
     golds: dict[int, Gold] = {}
     try:

@@ -12,7 +12,7 @@ from .local import default_threads, require_llama_cpp, server_command
 from .models import DEFAULT_MODEL, MODELS, install_model
 
 
-def add_llm_commands(subparsers: "argparse._SubParsersAction[Any]") -> argparse.ArgumentParser:
+def add_llm_commands(subparsers: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
     """Add the ``llm`` command (with ``install`` and ``serve``) to a CLI's subparsers."""
     llm = subparsers.add_parser("llm", help="install or serve the embedded local model")
     actions = llm.add_subparsers(dest="llm_command", required=True)

@@ -97,7 +97,7 @@ class LocalServer:
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def start(self) -> "LocalServer":
+    def start(self) -> LocalServer:
         """Start the server unless it runs already, and wait until it answers ``/v1/models``."""
         with self._lock:
             if self.is_running():

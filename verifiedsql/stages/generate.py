@@ -92,7 +92,7 @@ class CandidateGenerator:
         question: str,
         schema_text: str,
         report: VerificationReport,
-        seen: dict[str, "CandidateRun"],
+        seen: dict[str, CandidateRun],
     ) -> CandidateRun:
         for attempt in range(self.options.max_refinements + 1):
             execution = self._execute_once(sql, seen)
