@@ -72,8 +72,11 @@ def markdown(config: SpiderConfig, records: list[dict[str, Any]], summaries: dic
     lines = [
         f"# Spider dev: {', '.join(strategies)}",
         "",
-        f"- model: `{model}`; engine: {config.engine}; questions: {questions} "
-        f"({'all' if config.n is None else f'seeded sample, seed {config.seed}, stratified by database'})",
+        f"- model: `{model}`; engine: {config.engine}; questions: {questions}"
+        + ("" if config.n is None or questions >= config.n else
+           f" finished of {config.n} (a partial run: questions run in seeded random order, so this is a "
+           "uniform subsample)")
+        + f" ({'all' if config.n is None else f'seeded sample, seed {config.seed}, stratified by database'})",
         f"- machine: {info['cpu']}, {info['cores']} cores, Python {info['python']}; "
         f"written {dt.datetime.now().isoformat(timespec='seconds')}",
         "- EX: execution accuracy (rows equal as multisets under a column permutation; in order only "

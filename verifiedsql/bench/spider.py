@@ -171,8 +171,9 @@ def run_spider(config: SpiderConfig, llm: ChatModel | None = None, progress: Pro
     todo = [] if config.report_only else [
         (e, s) for e in order for s in config.strategies if not store.done(s, e.id)
     ]
-    progress(f"{len(sample)} questions x {len(config.strategies)} strategies: "
-             f"{len(sample) * len(config.strategies) - len(todo)} done, {len(todo)} to run")
+    finished = sum(store.done(s, e.id) for e in sample for s in config.strategies)
+    progress(f"{len(sample)} questions x {len(config.strategies)} strategies: {finished} done, "
+             + ("report only" if config.report_only else f"{len(todo)} to run"))
     assert llm is not None or not todo  # only --report-only runs without a model
     started = time.perf_counter()
     golds: dict[int, Gold] = {}
