@@ -69,6 +69,9 @@ class Options:
     max_question_chars: int = 4_000
     schema: str | None = None
     max_tokens: int = 512
+    ground_values: bool = False  # look question literals up in text columns; matches go into the prompt
+    verify: bool = False  # check each candidate that ran against the question's constraints and repair it
+    max_repairs: int = 3
 
     def __post_init__(self) -> None:
         if self.cache_mode not in ("off", "readwrite", "replay"):
@@ -81,6 +84,8 @@ class Options:
             raise ConfigurationError("candidates must be at least 1.")
         if self.row_cap < 1 or self.statement_timeout_s <= 0:
             raise ConfigurationError("row_cap and statement_timeout_s must be positive.")
+        if self.max_repairs < 0:
+            raise ConfigurationError("max_repairs must be 0 or more.")
 
     @classmethod
     def build(cls, values: Mapping[str, Any] | None = None) -> Options:

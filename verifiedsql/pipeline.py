@@ -12,11 +12,15 @@ from .config import Options
 from .database import Database
 from .errors import EmptySchemaError, NoAnswerError, QuestionError
 from .llm.base import ChatModel
+from .llm.prompts import with_context
 from .report import VerificationReport
 from .results import ResultSet
 from .schema import render_schema
 from .stages.cluster import cluster_runs, select_majority
+from .stages.constraints import extract_constraints
 from .stages.generate import CandidateGenerator
+from .stages.grounding import ground_values, render_matches
+from .stages.verify import Verifier
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,8 @@ def _timed(report: VerificationReport, stage: str) -> Iterator[None]:
 
 
 class Pipeline:
-    """Context -> generate (with self-refinement) -> cluster and select -> answer."""
+    """Context -> [ground values] -> generate (self-refinement, [verify and repair]) -> cluster and select
+    -> answer. Bracketed stages run only when their option is on."""
 
     def __init__(self, database: Database, llm: ChatModel, options: Options) -> None:
         self.database = database
@@ -80,8 +85,17 @@ class Pipeline:
                     "the URL (a new SQLite path is an empty database) or pass schema=<name>."
                 )
             schema_text = render_schema(schema)
+        if self.options.ground_values:
+            with _timed(report, "ground"):
+                report.value_matches = ground_values(self.database, schema, text)
+                schema_text = with_context(schema_text, render_matches(report.value_matches))
+        verifier = None
+        if self.options.verify:
+            constraints = extract_constraints(text)
+            report.constraints = [c.describe() for c in constraints]
+            verifier = Verifier(self.llm, self.database, self.options, text, schema_text, constraints, report)
         with _timed(report, "generate"):
-            runs = self.generator.generate(text, schema_text, report)
+            runs = self.generator.generate(text, schema_text, report, verifier.verify if verifier else None)
         with _timed(report, "select"):
             clusters = cluster_runs(runs)
             selection = select_majority(runs, clusters)

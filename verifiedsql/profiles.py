@@ -22,6 +22,7 @@ class DialectProfile:
     deny_functions: frozenset[str]
     deny_table_functions: frozenset[str]
     prompt_hints: tuple[str, ...]
+    has_ilike: bool = False  # the engine has ILIKE (else case-insensitive matching uses LOWER(...) LIKE)
 
 
 def _load(name: str) -> DialectProfile:
@@ -36,6 +37,7 @@ def _load(name: str) -> DialectProfile:
         deny_functions=frozenset(f.lower() for f in data.get("deny_functions", [])),
         deny_table_functions=frozenset(f.lower() for f in data.get("deny_table_functions", [])),
         prompt_hints=tuple(data.get("prompt_hints", [])),
+        has_ilike=bool(data.get("has_ilike", False)),
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 Confidence = Literal["unanimous", "majority", "unverified"]
 CandidateStatus = Literal["ok", "error", "unsafe", "timeout"]
+MatchKind = Literal["exact", "case-insensitive", "prefix", "contains"]
 
 
 @dataclass
@@ -17,6 +18,28 @@ class LLMCall:
     completion_tokens: int
     seconds: float
     cached: bool = False
+
+
+@dataclass
+class ValueMatch:
+    """A question literal found in a text column: ``value`` is how the database stores it."""
+
+    table: str
+    column: str
+    value: str
+    kind: MatchKind
+    term: str
+
+
+@dataclass
+class Repair:
+    """One repair of a candidate that ran but broke a requirement, and how the repaired SQL fared."""
+
+    sql: str
+    status: CandidateStatus
+    error: str | None = None
+    violations: list[str] = field(default_factory=list)
+    row_count: int | None = None
 
 
 @dataclass
@@ -32,6 +55,8 @@ class Candidate:
     row_count: int | None = None
     truncated: bool = False
     cluster: int | None = None
+    violations: list[str] = field(default_factory=list)  # unmet requirements of the final SQL (verify)
+    repairs: list[Repair] = field(default_factory=list)
 
 
 @dataclass
@@ -56,6 +81,8 @@ class VerificationReport:
     timings: dict[str, float] = field(default_factory=dict)
     truncated: bool = False
     notes: list[str] = field(default_factory=list)
+    value_matches: list[ValueMatch] = field(default_factory=list)  # grounding
+    constraints: list[str] = field(default_factory=list)  # what the question requires (verify)
 
     @property
     def verified(self) -> bool:
@@ -94,5 +121,10 @@ class VerificationReport:
         ]
         if self.truncated:
             lines.append("rows: truncated at the row cap")
+        lines.extend(f"value: {m.table}.{m.column} = {m.value!r} ({m.kind})" for m in self.value_matches)
+        lines.extend(f"constraint: {c}" for c in self.constraints)
+        repairs = sum(len(c.repairs) for c in self.candidates)
+        if repairs:
+            lines.append(f"repairs: {repairs}")
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)

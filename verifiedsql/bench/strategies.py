@@ -12,6 +12,10 @@ from ..errors import ConfigurationError
 STRATEGIES: dict[str, dict[str, Any]] = {
     "greedy": {"candidates": 1},
     "self-consistency": {"candidates": 5},
+    # Same candidate requests as self-consistency (verify only adds repair calls), so the cache is shared.
+    "+verify": {"candidates": 5, "verify": True},
+    "+ground": {"candidates": 5, "ground_values": True},
+    "+ground+verify": {"candidates": 5, "ground_values": True, "verify": True},
 }
 
 REFERENCE = "self-consistency"  # the baseline of "gap closed"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ..profiles import DialectProfile
 from .base import Message, messages
@@ -21,6 +22,13 @@ REFINE_USER = (
     "Write a corrected query for the same question. Return only the SQL in a ```sql code block."
 )
 
+REPAIR_USER = (
+    "The query below runs on {dialect} but does not answer the question as asked:\n{problems}\n\n"
+    "```sql\n{sql}\n```\n\n"
+    "Write a corrected query for the same question that fixes every point above. "
+    "Return only the SQL in a ```sql code block."
+)
+
 
 def _hints(profile: DialectProfile) -> str:
     return "\n".join(f"- {hint}" for hint in profile.prompt_hints)
@@ -32,17 +40,35 @@ def generation_messages(profile: DialectProfile, schema_text: str, question: str
     return messages(system, GENERATE_USER.format(schema=schema_text, question=question))
 
 
+def with_context(schema_text: str, context: str) -> str:
+    """The schema text followed by a grounding block (unchanged when the block is empty)."""
+    return f"{schema_text}\n\n{context}" if context else schema_text
+
+
+def _follow_up(
+    profile: DialectProfile, schema_text: str, question: str, sql: str, user: str
+) -> tuple[Message, ...]:
+    """The generation turn, the model's ``sql`` as its answer, then a new user turn."""
+    first = generation_messages(profile, schema_text, question)
+    history: list[Message] = [first[1], {"role": "assistant", "content": f"```sql\n{sql}\n```"}]
+    return messages(first[0]["content"], user, history)
+
+
 def refinement_messages(
     profile: DialectProfile, schema_text: str, question: str, sql: str, error: str
 ) -> tuple[Message, ...]:
     """A follow-up turn showing the failed SQL and the database's error."""
-    first = generation_messages(profile, schema_text, question)
-    history: list[Message] = [first[1], {"role": "assistant", "content": f"```sql\n{sql}\n```"}]
-    return messages(
-        first[0]["content"],
-        REFINE_USER.format(dialect=profile.display_name, sql=sql, error=error[:600]),
-        history,
-    )
+    user = REFINE_USER.format(dialect=profile.display_name, sql=sql, error=error[:600])
+    return _follow_up(profile, schema_text, question, sql, user)
+
+
+def repair_messages(
+    profile: DialectProfile, schema_text: str, question: str, sql: str, problems: Sequence[str]
+) -> tuple[Message, ...]:
+    """A follow-up turn listing what a query that ran fails to do (constraint violations, no rows)."""
+    listed = "\n".join(f"- {problem[:300]}" for problem in problems)
+    user = REPAIR_USER.format(dialect=profile.display_name, problems=listed, sql=sql)
+    return _follow_up(profile, schema_text, question, sql, user)
 
 
 _FENCE = re.compile(r"```(?:[a-zA-Z]*)\s*\n?(.*?)```", re.DOTALL)

@@ -3,6 +3,7 @@ self-refined with the database's error message when it fails (at most ``max_refi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..config import Options
@@ -10,7 +11,7 @@ from ..database import Database
 from ..errors import LLMError, QueryError, QueryTimeoutError, UnsafeSQLError
 from ..llm.base import ChatModel, ChatRequest, Message
 from ..llm.prompts import extract_sql, generation_messages, refinement_messages
-from ..report import Candidate, VerificationReport
+from ..report import Candidate, CandidateStatus, VerificationReport
 from ..results import ResultSet
 from ..safety import outermost_orders, parse_one_query
 from .calls import call_model
@@ -31,7 +32,7 @@ class CandidateRun:
 class Execution:
     result: ResultSet | None
     ordered: bool
-    status: str
+    status: CandidateStatus
     error: str | None
 
 
@@ -59,7 +60,15 @@ class CandidateGenerator:
         self.database = database
         self.options = options
 
-    def generate(self, question: str, schema_text: str, report: VerificationReport) -> list[CandidateRun]:
+    def generate(
+        self,
+        question: str,
+        schema_text: str,
+        report: VerificationReport,
+        after_run: Callable[[CandidateRun], CandidateRun] | None = None,
+    ) -> list[CandidateRun]:
+        """Write, run and self-refine each candidate; ``after_run`` (e.g. verify-and-repair) may replace
+        each run once its refinement is over."""
         prompt = generation_messages(self.database.profile, schema_text, question)
         runs: list[CandidateRun] = []
         seen: dict[str, CandidateRun] = {}
@@ -82,7 +91,7 @@ class CandidateGenerator:
             sql = extract_sql(reply.text)
             candidate = Candidate(index=index, origin="greedy" if greedy else "sample", sql=sql or reply.text.strip())
             run = self._run_with_refinement(candidate, sql, question, schema_text, report, seen)
-            runs.append(run)
+            runs.append(after_run(run) if after_run else run)
         return runs
 
     def _run_with_refinement(
@@ -96,7 +105,7 @@ class CandidateGenerator:
     ) -> CandidateRun:
         for attempt in range(self.options.max_refinements + 1):
             execution = self._execute_once(sql, seen)
-            candidate.status, candidate.error = execution.status, execution.error  # type: ignore[assignment]
+            candidate.status, candidate.error = execution.status, execution.error
             if execution.status == "ok" or attempt == self.options.max_refinements:
                 break
             candidate.attempts.append(candidate.sql)

@@ -1,0 +1,85 @@
+"""Grounding and verification are off by default, and then the model sees exactly today's requests."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import sqlalchemy as sa
+from backends import load_shop
+from fakes import ScriptedChatModel, by_seed
+
+import verifiedsql
+from verifiedsql.bench.strategies import STRATEGIES, strategy_options
+from verifiedsql.config import LLMSettings, Options
+from verifiedsql.database import Database
+from verifiedsql.llm.prompts import (
+    generation_messages,
+    refinement_messages,
+    with_context,
+)
+from verifiedsql.profiles import profile_for
+from verifiedsql.report import Candidate, Repair, ValueMatch, VerificationReport
+from verifiedsql.schema import render_schema
+from verifiedsql.stages.generate import execute_candidate
+
+QUESTION = "What are the top 3 countries of customers named 'Customer 1'?"
+GOOD = "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC"
+BROKEN = "SELECT nope FROM customers"
+
+
+def test_new_stages_are_off_by_default():
+    options = Options(llm=LLMSettings())
+    assert (options.ground_values, options.verify, options.max_repairs) == (False, False, 3)
+
+
+def test_default_requests_are_unchanged(tmp_path):
+    url = f"sqlite:///{tmp_path / 'shop.db'}"
+    load_shop(sa.create_engine(url)).dispose()
+    fake = ScriptedChatModel(by_seed({0: GOOD, 1: BROKEN}, refine=GOOD))
+    engine = verifiedsql.create_engine(url, llm=fake, candidates=2)
+    with engine.connect() as conn:
+        report = conn.execute(verifiedsql.ask(QUESTION)).verification
+    database = Database(sa.create_engine(url), Options(llm=LLMSettings()))
+    schema_text = render_schema(database.reflect())
+    error = execute_candidate(database, BROKEN).error
+    profile = profile_for("sqlite")
+    expected = generation_messages(profile, schema_text, QUESTION)
+    assert expected[1]["content"] == f"Database schema:\n{schema_text}\n\nQuestion: {QUESTION}"
+    assert [r.purpose for r in fake.requests] == ["generate", "generate", "refine"]
+    assert fake.requests[0].messages == expected and fake.requests[1].messages == expected
+    assert fake.requests[2].messages == refinement_messages(profile, schema_text, QUESTION, BROKEN, error or "")
+    assert report.value_matches == [] and report.constraints == []
+    assert all(c.violations == [] and c.repairs == [] for c in report.candidates)
+    assert set(report.timings) == {"context", "generate", "select"}
+    engine.dispose()
+
+
+def test_with_context_is_the_identity_without_a_block():
+    assert with_context("schema", "") == "schema"
+    assert with_context("schema", "Values found") == "schema\n\nValues found"
+
+
+def test_strategies_registered():
+    base = {"llm": LLMSettings()}
+    assert strategy_options("+verify", base).verify and not strategy_options("+verify", base).ground_values
+    assert strategy_options("+ground", base).ground_values and not strategy_options("+ground", base).verify
+    both = strategy_options("+ground+verify", base)
+    assert both.ground_values and both.verify and both.candidates == 5
+    for name in ("greedy", "self-consistency"):
+        options = strategy_options(name, base)
+        assert not options.verify and not options.ground_values
+    assert set(STRATEGIES) >= {"greedy", "self-consistency", "+verify", "+ground", "+ground+verify"}
+
+
+def test_report_fields_serialise():
+    report = VerificationReport(question="q", dialect="sqlite")
+    candidate = Candidate(index=0, origin="greedy", sql="SELECT 1", violations=["v"],
+                          repairs=[Repair("SELECT 2", "ok", None, [], 1)])
+    report.candidates.append(candidate)
+    report.value_matches.append(ValueMatch("customers", "country", "Brazil", "exact", "Brazil"))
+    report.constraints.append('"top 3" needs ...')
+    data = report.to_dict()
+    assert data["candidates"][0]["repairs"][0]["sql"] == "SELECT 2"
+    assert data["value_matches"][0]["value"] == "Brazil" and data["constraints"] == ['"top 3" needs ...']
+    old = {f.name for f in dataclasses.fields(VerificationReport)}
+    assert {"question", "sql", "candidates", "clusters", "llm_calls", "timings", "notes"} <= old

@@ -1,0 +1,130 @@
+"""Deterministic value grounding: literals of the question looked up in the database's text columns.
+
+``question_terms`` picks the literals (quoted strings, capitalised terms not at a sentence start, numbers,
+dates); ``ground_values`` runs one bounded, read-only query per text column (through ``run_query``, so
+both safety layers) and classifies the stored values it finds; ``render_matches`` writes them as a short
+block for the generation prompt. No model is involved.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..database import Database
+from ..errors import QueryError, QueryTimeoutError, UnsafeSQLError
+from ..report import MatchKind, ValueMatch
+from ..schema import Schema, Table
+
+SCAN_ROWS = 10_000  # rows of a table one lookup may look at (never a full scan)
+ROWS_PER_COLUMN = 20  # distinct matching values one lookup may return
+MAX_COLUMNS = 40  # lookups per question
+MAX_TERMS = 8
+MAX_MATCHES = 12  # matches rendered into the prompt
+MIN_CONTAINS_CHARS = 3  # shorter terms match whole values only
+TEXT_TYPE = re.compile(r"CHAR|TEXT|STRING|CLOB|VARCHAR", re.IGNORECASE)
+KIND_RANK: dict[MatchKind, int] = {"exact": 0, "case-insensitive": 1, "prefix": 2, "contains": 3}
+
+_QUOTED = re.compile(r"""(?<!\w)(['"‘“])(.+?)(['"’”])(?!\w)""")
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b")
+_NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?![\w-])")
+_CAPITALISED = re.compile(r"\b[A-Z][\w&.'-]*(?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][\w&.'-]*)*")
+_SENTENCE_START = re.compile(r"(?:^|[.?!:]\s+|\n\s*)$")
+_STOP = {"I", "A", "SQL", "ID"}
+
+
+def question_terms(question: str) -> list[str]:
+    """The literals worth looking up, in question order, without duplicates (at most MAX_TERMS)."""
+    found: list[str] = [m.group(2).strip() for m in _QUOTED.finditer(question)]
+    rest = _QUOTED.sub(" ", question)
+    found += _DATE.findall(rest)
+    rest = _DATE.sub(" ", rest)
+    for match in _CAPITALISED.finditer(rest):
+        term = match.group(0).rstrip(".'-")
+        words = term.split()
+        if _SENTENCE_START.search(rest[: match.start()]):
+            words = words[1:]  # the first word of a sentence is capitalised anyway
+        if words and " ".join(words) not in _STOP:
+            found.append(" ".join(words))
+    found += _NUMBER.findall(rest)
+    terms: list[str] = []
+    for term in found:
+        term = term.replace("\\", "").strip()
+        if term and term.casefold() not in {t.casefold() for t in terms}:
+            terms.append(term)
+    return terms[:MAX_TERMS]
+
+
+def match_kind(value: str, term: str) -> MatchKind | None:
+    """How a stored ``value`` matches ``term``, best kind first; None when it does not."""
+    if value == term:
+        return "exact"
+    stored, wanted = value.casefold(), term.casefold()
+    if stored == wanted:
+        return "case-insensitive"
+    if len(wanted) < MIN_CONTAINS_CHARS:
+        return None
+    if stored.startswith(wanted):
+        return "prefix"
+    return "contains" if wanted in stored else None
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def lookup_sql(database: Database, table: str, column: str, terms: list[str], namespace: str | None) -> str:
+    """One bounded query for the distinct values of ``table.column`` that may match any term: ILIKE
+    where the engine has it, else ``LOWER(...) LIKE``; identifiers quoted by SQLAlchemy's preparer."""
+    preparer = database.engine.dialect.identifier_preparer
+    if namespace and table.startswith(namespace + "."):
+        source = f"{preparer.quote_schema(namespace)}.{preparer.quote(table[len(namespace) + 1:])}"
+    else:
+        source = preparer.quote(table)
+    patterns = [_literal(f"%{t}%" if len(t) >= MIN_CONTAINS_CHARS else t) for t in terms]
+    if database.profile.has_ilike:
+        tests = [f"v ILIKE {p}" for p in patterns]
+    else:
+        tests = [f"LOWER(v) LIKE {p.lower()}" for p in patterns]
+    return (
+        f"SELECT DISTINCT v FROM (SELECT {preparer.quote(column)} AS v FROM {source} LIMIT {SCAN_ROWS}) AS s "
+        f"WHERE {' OR '.join(tests)} LIMIT {ROWS_PER_COLUMN}"
+    )
+
+
+def _text_columns(schema: Schema) -> list[tuple[Table, str]]:
+    found = [(t, c.name) for t in schema.tables for c in t.columns if TEXT_TYPE.search(c.type)]
+    return found[:MAX_COLUMNS]
+
+
+def ground_values(database: Database, schema: Schema, question: str) -> list[ValueMatch]:
+    """Stored values that match the question's literals, best kind first (at most MAX_MATCHES).
+
+    A lookup that the database refuses or that fails is skipped: grounding only ever adds context.
+    """
+    terms = question_terms(question)
+    if not terms:
+        return []
+    matches: list[ValueMatch] = []
+    for table, column in _text_columns(schema):
+        sql = lookup_sql(database, table.name, column, terms, schema.namespace)
+        try:
+            result = database.run_query(sql)
+        except (QueryError, QueryTimeoutError, UnsafeSQLError):
+            continue
+        for (value,) in result.rows:
+            if not isinstance(value, str):
+                continue
+            kinds = [(kind, term) for term in terms if (kind := match_kind(value, term))]
+            if kinds:
+                kind, term = min(kinds, key=lambda pair: KIND_RANK[pair[0]])
+                matches.append(ValueMatch(table.name, column, value, kind, term))
+    matches.sort(key=lambda m: KIND_RANK[m.kind])
+    return matches[:MAX_MATCHES]
+
+
+def render_matches(matches: list[ValueMatch]) -> str:
+    """The prompt block; empty when nothing matched."""
+    if not matches:
+        return ""
+    lines = [f"- {m.table}.{m.column} = {_literal(m.value)} ({m.kind} match for \"{m.term}\")" for m in matches]
+    return "Values found in the database (use them exactly as stored):\n" + "\n".join(lines)
