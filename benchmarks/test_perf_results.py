@@ -8,6 +8,7 @@ import pytest
 
 from verifiedsql.report import Candidate
 from verifiedsql.results import ResultSet, results_equivalent
+from verifiedsql.softf1 import bipartite_soft_f1
 from verifiedsql.stages.cluster import cluster_runs
 from verifiedsql.stages.generate import CandidateRun
 
@@ -62,3 +63,16 @@ def test_results_equivalent(benchmark, rows, kind):
     benchmark.group = "(c) result comparison"
     benchmark.extra_info.update(case=f"{rows:,} rows x 5 cols, {kind}", target_s=0.2 if rows == 10_000 else None)
     assert benchmark(results_equivalent, a, b) == (kind == "identical")
+
+
+@pytest.mark.parametrize("kind", ["identical", "perturbed"])
+@pytest.mark.parametrize("rows", [10, 1_000, 10_000])
+def test_bipartite_soft_f1(benchmark, rows, kind):
+    base = make_rows(rows)
+    other = shuffled(base, 7) if kind == "identical" else perturbed(shuffled(base, 7))
+    a, b = result(base), result(other)
+    benchmark.group = "(c) result comparison"
+    benchmark.extra_info.update(case=f"bs-f1: {rows:,} rows x 5 cols, {kind}",
+                                target_s=0.2 if rows == 10_000 else None)
+    expected = 1.0 if kind == "identical" else 1 - 1 / (5 * rows)
+    assert benchmark(bipartite_soft_f1, a, b) == pytest.approx(expected)
