@@ -71,3 +71,11 @@ class OpenTransactionError(VerifiedSQLError):
 
     Not a query error: no rewrite of the SQL helps, so it is raised to the caller at once.
     """
+
+
+class SandboxError(VerifiedSQLError):
+    """The sandbox for model-written Python could not be set up or run."""
+
+
+class SandboxUnavailableError(SandboxError):
+    """No working sandbox (bubblewrap) here, so model-written Python is not run at all (never unsandboxed)."""
