@@ -54,25 +54,26 @@ def test_cluster_8_candidates(benchmark, rows):
     assert [len(c.members) for c in clusters] == [5, 2, 1]
 
 
+def comparison_pair(benchmark, rows: int, kind: str, label: str) -> tuple[ResultSet, ResultSet]:
+    """Two results of ``rows`` x 5: the same rows shuffled, or with one cell changed; labels the case."""
+    base = make_rows(rows)
+    other = shuffled(base, 7) if kind == "identical" else perturbed(shuffled(base, 7))
+    benchmark.group = "(c) result comparison"
+    benchmark.extra_info.update(case=f"{label}{rows:,} rows x 5 cols, {kind}",
+                                target_s=0.2 if rows == 10_000 else None)
+    return result(base), result(other)
+
+
 @pytest.mark.parametrize("kind", ["identical", "perturbed"])
 @pytest.mark.parametrize("rows", [10, 1_000, 10_000])
 def test_results_equivalent(benchmark, rows, kind):
-    base = make_rows(rows)
-    other = shuffled(base, 7) if kind == "identical" else perturbed(shuffled(base, 7))
-    a, b = result(base), result(other)
-    benchmark.group = "(c) result comparison"
-    benchmark.extra_info.update(case=f"{rows:,} rows x 5 cols, {kind}", target_s=0.2 if rows == 10_000 else None)
+    a, b = comparison_pair(benchmark, rows, kind, "")
     assert benchmark(results_equivalent, a, b) == (kind == "identical")
 
 
 @pytest.mark.parametrize("kind", ["identical", "perturbed"])
 @pytest.mark.parametrize("rows", [10, 1_000, 10_000])
 def test_bipartite_soft_f1(benchmark, rows, kind):
-    base = make_rows(rows)
-    other = shuffled(base, 7) if kind == "identical" else perturbed(shuffled(base, 7))
-    a, b = result(base), result(other)
-    benchmark.group = "(c) result comparison"
-    benchmark.extra_info.update(case=f"bs-f1: {rows:,} rows x 5 cols, {kind}",
-                                target_s=0.2 if rows == 10_000 else None)
+    a, b = comparison_pair(benchmark, rows, kind, "bs-f1: ")
     expected = 1.0 if kind == "identical" else 1 - 1 / (5 * rows)
     assert benchmark(bipartite_soft_f1, a, b) == pytest.approx(expected)
