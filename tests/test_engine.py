@@ -125,7 +125,9 @@ def test_harmful_sql_from_the_model_is_refused_and_nothing_changes(shop_url):
         assert conn.execute(sa.text("SELECT COUNT(*) FROM customers")).scalar() == 12
     candidate = caught.value.report.candidates[0]
     assert candidate.status == "unsafe" and "DROP" in candidate.error
-    assert len(candidate.attempts) == 2
+    # DELETE refused -> refined to DROP, refused -> the next refinement repeats DROP, so it stops
+    assert candidate.attempts == ["DELETE FROM customers"]
+    assert [r.purpose for r in fake.requests] == ["generate", "refine", "refine"]
 
 
 def test_disagreement_is_reported_as_majority(shop_url):
@@ -167,3 +169,13 @@ def test_cli_refuses_a_missing_sqlite_file(tmp_path, capsys):
     missing = tmp_path / "missing.db"
     assert main(["ask", f"sqlite:///{missing}", "How many?"]) == 2
     assert not missing.exists() and "no SQLite database" in capsys.readouterr().err
+
+
+def test_refinement_that_repeats_the_failing_sql_stops_early(shop_url):
+    fake = ScriptedChatModel(by_seed({0: "SELECT nam FROM customers"}, refine="SELECT nam FROM customers"))
+    engine = verifiedsql.create_engine(shop_url, llm=fake, candidates=1, max_refinements=2)
+    with engine.connect() as conn, pytest.raises(NoAnswerError) as caught:
+        conn.execute(verifiedsql.ask("names"))
+    assert [r.purpose for r in fake.requests] == ["generate", "refine"]
+    candidate = caught.value.report.candidates[0]
+    assert candidate.attempts == [] and "repeated" in caught.value.report.notes[0]

@@ -120,6 +120,11 @@ class CandidateGenerator:
                 report.notes.append(f"candidate {candidate.index} could not be refined: {error}")
                 break
             sql = extract_sql(reply.text)
+            if (sql or reply.text.strip()) == candidate.sql:
+                # The same request would get the same answer again: no progress, stop asking.
+                candidate.attempts.pop()
+                report.notes.append(f"candidate {candidate.index}: the refinement repeated the failing SQL")
+                break
             candidate.sql = sql or reply.text.strip()
         run = CandidateRun(candidate, execution.result, execution.ordered)
         if execution.result is not None:
