@@ -50,7 +50,7 @@ def test_grounding_on_every_engine(shop_engine):
 
 def test_lookup_sql_follows_the_dialect(shop_engine):
     db = database(shop_engine)
-    sql = lookup_sql(db, "customers", "country", ["brazil", "US"], None)
+    sql = lookup_sql(db, "customers", "country", ["brazil", "US"])
     if shop_engine.dialect.name == "sqlite":
         assert "LOWER(v) LIKE '%brazil%' OR LOWER(v) LIKE 'us'" in sql and "ILIKE" not in sql
     else:
@@ -61,7 +61,7 @@ def test_lookup_sql_follows_the_dialect(shop_engine):
 
 def test_lookup_escapes_quotes_and_quotes_identifiers(shop_engine):
     db = database(shop_engine)
-    sql = lookup_sql(db, "customers", "select", ["O'Brien"], None)
+    sql = lookup_sql(db, "customers", "select", ["O'Brien"])
     assert "'%o''brien%'" in sql.lower()
     assert '"select"' in sql
 

@@ -200,16 +200,21 @@ class Database:
             for fk in keys
         )
 
+    def quoted_table(self, name: str) -> str:
+        """``name`` (bare, or qualified as ``reflect()`` names it) quoted for this engine, in
+        ``options.schema`` when one is set."""
+        preparer = self.engine.dialect.identifier_preparer
+        schema = self.options.schema
+        if schema and name.startswith(schema + "."):
+            name = name[len(schema) + 1:]
+        return f"{preparer.quote_schema(schema)}.{preparer.quote(name)}" if schema else preparer.quote(name)
+
     def _with_samples(self, conn: sa.Connection, table: str, columns: tuple[Column, ...]) -> tuple[Column, ...]:
         """``columns`` with up to ``options.sample_values`` distinct non-null values each, in first-seen
         order among the table's first SAMPLE_SCAN_ROWS rows: one bounded query per table, through
         both safety layers (never a full scan)."""
         limit = self.options.sample_values
-        preparer = self.engine.dialect.identifier_preparer
-        source = preparer.quote(table)
-        if self.options.schema:
-            source = f"{preparer.quote_schema(self.options.schema)}.{source}"
-        sql = f"SELECT * FROM {source} LIMIT {SAMPLE_SCAN_ROWS}"
+        sql = f"SELECT * FROM {self.quoted_table(table)} LIMIT {SAMPLE_SCAN_ROWS}"
         try:
             check_query(sql, self.profile)
             result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS)

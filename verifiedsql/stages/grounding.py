@@ -72,14 +72,11 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def lookup_sql(database: Database, table: str, column: str, terms: list[str], namespace: str | None) -> str:
+def lookup_sql(database: Database, table: str, column: str, terms: list[str]) -> str:
     """One bounded query for the distinct values of ``table.column`` that may match any term: ILIKE
     where the engine has it, else ``LOWER(...) LIKE``; identifiers quoted by SQLAlchemy's preparer."""
     preparer = database.engine.dialect.identifier_preparer
-    if namespace and table.startswith(namespace + "."):
-        source = f"{preparer.quote_schema(namespace)}.{preparer.quote(table[len(namespace) + 1:])}"
-    else:
-        source = preparer.quote(table)
+    source = database.quoted_table(table)
     patterns = [_literal(f"%{t}%" if len(t) >= MIN_CONTAINS_CHARS else t) for t in terms]
     if database.profile.has_ilike:
         tests = [f"v ILIKE {p}" for p in patterns]
@@ -106,7 +103,7 @@ def ground_values(database: Database, schema: Schema, question: str) -> list[Val
         return []
     matches: list[ValueMatch] = []
     for table, column in _text_columns(schema):
-        sql = lookup_sql(database, table.name, column, terms, schema.namespace)
+        sql = lookup_sql(database, table.name, column, terms)
         try:
             result = database.run_query(sql)
         except (QueryError, QueryTimeoutError, UnsafeSQLError):
