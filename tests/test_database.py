@@ -306,9 +306,9 @@ def test_reflect_samples_with_one_query_per_table(shop_engine: sa.Engine, monkey
     statements: list[str] = []
     run_on = Database._run_on
 
-    def counting(self, conn, sql, cap):
+    def counting(self, conn, sql, cap, timeout_s):
         statements.append(sql)
-        return run_on(self, conn, sql, cap)
+        return run_on(self, conn, sql, cap, timeout_s)
 
     monkeypatch.setattr(Database, "_run_on", counting)
     schema = db.reflect()

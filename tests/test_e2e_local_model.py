@@ -78,3 +78,19 @@ def test_cli_prints_rows_and_a_summary(concert_singer):
     assert completed.returncode == 0, completed.stderr
     assert "(1 row)" in completed.stdout and "confidence:" in completed.stdout
     assert "model call 1: generate" in completed.stderr
+
+
+def test_probe_and_verify_with_the_local_model(concert_singer):
+    """Probing and verify-and-repair run with the real model: probe calls are made and recorded, every
+    probe that ran is bounded, and the answer's SQL passed the EXPLAIN syntax check."""
+    engine = verifiedsql.create_engine(f"sqlite:///{concert_singer}", local_model="0.5b", candidates=1,
+                                       probe=True, verify=True, max_probes=2)
+    with engine.connect() as conn:
+        result = conn.execute(verifiedsql.ask("How many singers do we have?"))
+        rows = result.all()
+    report = result.verification
+    assert results_equivalent(ResultSet(("n",), tuple(rows)), gold(concert_singer, "SELECT count(*) FROM singer"))
+    assert any(call.purpose == "probe" for call in report.llm_calls), report.summary()
+    assert all(p.sql.upper().rstrip().endswith(("LIMIT 20",)) or "LIMIT" in p.sql.upper()
+               for p in report.probes if p.status == "ok")
+    assert report.candidates[0].checks[:3] == ["parse", "explain", "run"]

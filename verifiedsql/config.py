@@ -72,6 +72,13 @@ class Options:
     ground_values: bool = False  # look question literals up in text columns; matches go into the prompt
     verify: bool = False  # check each candidate that ran against the question's constraints and repair it
     max_repairs: int = 3
+    probe: bool = False  # let the model run exploratory queries first; findings go into the prompt
+    max_probes: int = 5
+    probe_timeout_s: float = 5.0
+    dpc: bool = False  # when candidates disagree, test champion vs challenger on a distinguishing database
+    dpc_margin: float = 0.0  # the challenger must beat the champion's score by more than this
+    dpc_votes: int = 1  # solver attempts (seeds) that vote
+    mdd_max_rows: int = 30  # rows per table of a distinguishing database
 
     def __post_init__(self) -> None:
         if self.cache_mode not in ("off", "readwrite", "replay"):
@@ -84,8 +91,12 @@ class Options:
             raise ConfigurationError("candidates must be at least 1.")
         if self.row_cap < 1 or self.statement_timeout_s <= 0:
             raise ConfigurationError("row_cap and statement_timeout_s must be positive.")
-        if self.max_repairs < 0:
-            raise ConfigurationError("max_repairs must be 0 or more.")
+        if self.max_repairs < 0 or self.max_probes < 0:
+            raise ConfigurationError("max_repairs and max_probes must be 0 or more.")
+        if self.dpc_votes < 1 or self.mdd_max_rows < 1:
+            raise ConfigurationError("dpc_votes and mdd_max_rows must be at least 1.")
+        if self.probe_timeout_s <= 0:
+            raise ConfigurationError("probe_timeout_s must be positive.")
 
     @classmethod
     def build(cls, values: Mapping[str, Any] | None = None) -> Options:

@@ -83,21 +83,34 @@ class Database:
 
     # ---------------------------------------------------------------------------------- execution
 
-    def run_query(self, sql: str, *, guard: bool = True) -> ResultSet:
+    def run_query(self, sql: str, *, guard: bool = True, timeout_s: float | None = None) -> ResultSet:
         """Run one generated query read-only and return at most ``row_cap`` rows.
 
-        ``guard=False`` skips the statement guard; it exists only so tests can show that the engine
-        guard holds on its own.
+        ``timeout_s`` may only shorten ``statement_timeout_s``. ``guard=False`` skips the statement
+        guard; it exists only so tests can show that the engine guard holds on its own.
         """
         if guard:
             check_query(sql, self.profile)
         with self._connect() as conn:
-            return self._run_on(conn, sql, self.options.row_cap)
+            return self._run_on(conn, sql, self.options.row_cap, self._timeout(timeout_s))
 
-    def _run_on(self, conn: sa.Connection, sql: str, cap: int) -> ResultSet:
+    def explain(self, sql: str) -> None:
+        """Have the engine compile and plan ``sql`` without running it (the dialect's EXPLAIN), behind both
+        safety layers; raises ``QueryError`` for SQL the engine rejects."""
+        check_query(sql, self.profile)
+        with self._connect() as conn:
+            raw = conn.connection.driver_connection
+            with self._strategy(raw, sql, self.profile, self._timeout(None), plan=True):
+                pass
+
+    def _timeout(self, timeout_s: float | None) -> float:
+        limit = self.options.statement_timeout_s
+        return limit if timeout_s is None else min(limit, timeout_s)
+
+    def _run_on(self, conn: sa.Connection, sql: str, cap: int, timeout_s: float) -> ResultSet:
         """The engine guard and the fetch of ``run_query`` (the statement guard must have passed)."""
         raw = conn.connection.driver_connection
-        with self._strategy(raw, sql, self.profile, self.options.statement_timeout_s) as cursor:
+        with self._strategy(raw, sql, self.profile, timeout_s) as cursor:
             columns = tuple(str(d[0]) for d in cursor.description or ())
             rows = cursor.fetchmany(cap + 1)
         return ResultSet(columns, tuple(tuple(row) for row in rows[:cap]), truncated=len(rows) > cap)
@@ -217,7 +230,7 @@ class Database:
         sql = f"SELECT * FROM {self.quoted_table(table)} LIMIT {SAMPLE_SCAN_ROWS}"
         try:
             check_query(sql, self.profile)
-            result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS)
+            result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS, self._timeout(None))
         except QueryError:  # no samples for this table, not a failure
             return columns
         positions = _column_positions(result.columns, [c.name for c in columns])

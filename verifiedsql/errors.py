@@ -79,3 +79,8 @@ class SandboxError(VerifiedSQLError):
 
 class SandboxUnavailableError(SandboxError):
     """No working sandbox (bubblewrap) here, so model-written Python is not run at all (never unsandboxed)."""
+
+
+class SliceError(VerifiedSQLError):
+    """A schema slice could not be built or used: a table or column name of a candidate SQL did not
+    resolve, or a candidate failed on the empty slice. Callers fall back to selection without an MDD."""

@@ -18,8 +18,10 @@ from .results import ResultSet
 from .schema import render_schema
 from .stages.cluster import cluster_runs, select_majority
 from .stages.constraints import extract_constraints
+from .stages.dpc import DualParadigmSelector
 from .stages.generate import CandidateGenerator
 from .stages.grounding import ground_values, render_matches
+from .stages.probe import Prober
 from .stages.verify import Verifier
 
 
@@ -64,8 +66,8 @@ def _timed(report: VerificationReport, stage: str) -> Iterator[None]:
 
 
 class Pipeline:
-    """Context -> [ground values] -> generate (self-refinement, [verify and repair]) -> cluster and select
-    -> answer. Bracketed stages run only when their option is on."""
+    """Context -> [ground values] -> [probe] -> generate (self-refinement, [verify and repair]) -> cluster
+    and select -> [dual-paradigm test] -> answer. Bracketed stages run only when their option is on."""
 
     def __init__(self, database: Database, llm: ChatModel, options: Options) -> None:
         self.database = database
@@ -89,6 +91,10 @@ class Pipeline:
             with _timed(report, "ground"):
                 report.value_matches = ground_values(self.database, schema, text)
                 schema_text = with_context(schema_text, render_matches(report.value_matches))
+        if self.options.probe:
+            with _timed(report, "probe"):
+                findings = Prober(self.llm, self.database, self.options, report).explore(text, schema, schema_text)
+                schema_text = with_context(schema_text, findings)
         verifier = None
         if self.options.verify:
             constraints = extract_constraints(text)
@@ -99,6 +105,10 @@ class Pipeline:
         with _timed(report, "select"):
             clusters = cluster_runs(runs)
             selection = select_majority(runs, clusters)
+        if self.options.dpc and selection is not None:
+            with _timed(report, "dpc"):
+                selector = DualParadigmSelector(self.llm, self.database, self.options, report)
+                selection = selector.select(text, runs, clusters, selection)
         report.candidates = [run.candidate for run in runs]
         report.clusters = clusters
         if selection is None or selection.representative.result is None:

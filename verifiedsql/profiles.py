@@ -23,6 +23,7 @@ class DialectProfile:
     deny_table_functions: frozenset[str]
     prompt_hints: tuple[str, ...]
     has_ilike: bool = False  # the engine has ILIKE (else case-insensitive matching uses LOWER(...) LIKE)
+    probe_template: str = "SELECT DISTINCT {column} FROM {table} LIMIT 20"  # example probe for the model
 
 
 def _load(name: str) -> DialectProfile:
@@ -38,6 +39,7 @@ def _load(name: str) -> DialectProfile:
         deny_table_functions=frozenset(f.lower() for f in data.get("deny_table_functions", [])),
         prompt_hints=tuple(data.get("prompt_hints", [])),
         has_ilike=bool(data.get("has_ilike", False)),
+        probe_template=data.get("probe_template", DialectProfile.probe_template),
     )
 
 

@@ -56,7 +56,7 @@ from .profiles import DialectProfile
 from .safety import check_query, is_file_path
 
 Cursor = Any
-Strategy = Callable[[Any, str, DialectProfile, float], ContextManager[Cursor]]
+Strategy = Callable[..., ContextManager[Cursor]]  # (raw, sql, profile, timeout_s, *, plan=False)
 
 
 
@@ -100,8 +100,10 @@ _SQLITE_ACTIONS = {
 
 
 @contextmanager
-def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s: float) -> Iterator[Cursor]:
-    """Authorizer (reads only) + ``PRAGMA query_only`` + a progress-handler timeout."""
+def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s: float, *,
+           plan: bool = False) -> Iterator[Cursor]:
+    """Authorizer (reads only) + ``PRAGMA query_only`` + a progress-handler timeout. ``plan=True``
+    compiles the query with ``EXPLAIN QUERY PLAN`` instead of running it."""
     refused: list[str] = []
     deadline = time.monotonic() + timeout_s
     timed_out = False
@@ -124,7 +126,7 @@ def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s
     raw.set_progress_handler(progress, 1_000)
     try:
         cursor = raw.cursor()
-        cursor.execute(sql)
+        cursor.execute(f"EXPLAIN QUERY PLAN {sql}" if plan else sql)
         yield cursor
     except sqlite3.Error as error:
         if timed_out:
@@ -185,8 +187,9 @@ def _duckdb_connection(raw: Any) -> Any:
 
 
 @contextmanager
-def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float) -> Iterator[Cursor]:
+def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *, plan: bool = False) -> Iterator[Cursor]:
     """DuckDB's parser says one SELECT, no denied function or file scan; rolled back; interrupted.
+    ``plan=True`` runs ``EXPLAIN`` of the query instead of the query.
 
     It runs on a duplicate connection (DuckDB's ``cursor()``: same database, own transaction), so a
     transaction the caller has open on the shared connection is neither joined nor touched.
@@ -216,7 +219,7 @@ def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float) -> Ite
             for name in _DUCKDB_SETTINGS:
                 own.execute(f"SET {name} = false")
             timer.start()
-            yield own.execute(sql)
+            yield own.execute(f"EXPLAIN {sql}" if plan else sql)
         except duckdb_module.InterruptException as error:
             raise _timeout_error(timeout_s) from error
         except duckdb_module.PermissionException as error:
@@ -257,8 +260,10 @@ def _plan_refusal(plan: Any, profile: DialectProfile) -> str | None:
 
 
 @contextmanager
-def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float) -> Iterator[Cursor]:
-    """``READ ONLY`` transaction + ``statement_timeout`` + the planner's view checked; rolled back."""
+def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
+               plan: bool = False) -> Iterator[Cursor]:
+    """``READ ONLY`` transaction + ``statement_timeout`` + the planner's view checked; rolled back.
+    ``plan=True`` stops after that ``EXPLAIN`` (its cursor, already read, is yielded)."""
     import psycopg
 
     if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
@@ -280,7 +285,8 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float) ->
             raise
         if construct := _plan_refusal(cursor.fetchone()[0], profile):
             raise _refuse(construct, "the query plan writes or calls a denied function")
-        cursor.execute(sql)
+        if not plan:
+            cursor.execute(sql)
         yield cursor
     except psycopg.errors.QueryCanceled as error:
         raise _timeout_error(timeout_s) from error
@@ -329,8 +335,10 @@ def _snowflake_session_timeout(cursor: Cursor, seconds: int) -> Iterator[None]:
 
 
 @contextmanager
-def snowflake(raw: Any, sql: str, profile: DialectProfile, timeout_s: float) -> Iterator[Cursor]:
-    """Client-side statement check + a transaction always rolled back + server and client timeouts."""
+def snowflake(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
+              plan: bool = False) -> Iterator[Cursor]:
+    """Client-side statement check + a transaction always rolled back + server and client timeouts.
+    ``plan=True`` runs ``EXPLAIN`` of the query instead of the query."""
     from snowflake.connector import Error as SnowflakeError
 
     try:
@@ -345,7 +353,7 @@ def snowflake(raw: Any, sql: str, profile: DialectProfile, timeout_s: float) -> 
         with _snowflake_session_timeout(cursor, seconds):
             cursor.execute("BEGIN TRANSACTION")
             try:
-                cursor.execute(sql, timeout=seconds)
+                cursor.execute(f"EXPLAIN {sql}" if plan else sql, timeout=seconds)
                 yield cursor
             finally:
                 cursor.execute("ROLLBACK")

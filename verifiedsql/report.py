@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Confidence = Literal["unanimous", "majority", "unverified"]
+# "distinguished": candidates disagreed and a dual-paradigm test (DPC) on a distinguishing database chose
+Confidence = Literal["unanimous", "majority", "distinguished", "unverified"]
 CandidateStatus = Literal["ok", "error", "unsafe", "timeout"]
 MatchKind = Literal["exact", "case-insensitive", "prefix", "contains"]
 
@@ -29,6 +30,63 @@ class ValueMatch:
     value: str
     kind: MatchKind
     term: str
+
+
+ProbeStatus = Literal["ok", "error", "unsafe", "timeout", "invalid"]
+
+
+@dataclass
+class Probe:
+    """One exploratory query the model asked for (PV-SQL probing) and what it showed.
+
+    ``sql`` is the query as run (LIMIT bounded); ``invalid`` means the reply was not the JSON asked for.
+    """
+
+    sql: str
+    status: ProbeStatus
+    error: str | None = None
+    row_count: int | None = None
+    preview: str = ""
+
+
+@dataclass
+class Findings:
+    """What probing established: stored values for question terms (only values a probe actually returned)
+    and the columns the model judged relevant (only columns that exist)."""
+
+    value_mappings: dict[str, str] = field(default_factory=dict)
+    relevant_columns: dict[str, list[str]] = field(default_factory=dict)
+    dropped_mappings: dict[str, str] = field(default_factory=dict)  # claimed, but never seen in a probe
+
+
+@dataclass
+class DualParadigmTest:
+    """What dual-paradigm selection (DPC) did: the two candidates it compared, the schema slice, the
+    minimal distinguishing database (MDD), the independent pandas solution and the decision.
+
+    ``status``: ``unanimous`` (one cluster, nothing to test), ``decided`` (the scores chose), or
+    ``fallback`` (a step failed; the champion stands and ``reason`` says why)."""
+
+    status: str
+    reason: str = ""
+    champion: int | None = None  # candidate indexes of the two representatives
+    challenger: int | None = None
+    winner: int | None = None
+    slice_tables: dict[str, list[str]] = field(default_factory=dict)
+    slice_method: str | None = None
+    transpiled: bool = False  # Snowflake: the MDD ran on DuckDB after transpiling with sqlglot
+    mdd_method: str | None = None
+    mdd_tries: int = 0
+    mdd_tables: dict[str, list[list[Any]]] = field(default_factory=dict)
+    champion_result: list[list[Any]] = field(default_factory=list)
+    challenger_result: list[list[Any]] = field(default_factory=list)
+    solver_code: str | None = None
+    solver_result: list[list[Any]] = field(default_factory=list)
+    solver_attempts: int = 0
+    scores: dict[str, float] = field(default_factory=dict)  # "champion"/"challenger" -> BS-F1 vs solver
+    votes: dict[str, int] = field(default_factory=dict)
+    tokens: int = 0
+    seconds: float = 0.0
 
 
 @dataclass
@@ -57,6 +115,7 @@ class Candidate:
     cluster: int | None = None
     violations: list[str] = field(default_factory=list)  # unmet requirements of the final SQL (verify)
     repairs: list[Repair] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)  # checks the final SQL passed, e.g. parse, explain, run
 
 
 @dataclass
@@ -83,6 +142,9 @@ class VerificationReport:
     notes: list[str] = field(default_factory=list)
     value_matches: list[ValueMatch] = field(default_factory=list)  # grounding
     constraints: list[str] = field(default_factory=list)  # what the question requires (verify)
+    probes: list[Probe] = field(default_factory=list)  # model probes, in order (probe)
+    findings: Findings = field(default_factory=Findings)
+    dpc: DualParadigmTest | None = None  # dual-paradigm selection (dpc)
 
     @property
     def verified(self) -> bool:
@@ -122,7 +184,12 @@ class VerificationReport:
         if self.truncated:
             lines.append("rows: truncated at the row cap")
         lines.extend(f"value: {m.table}.{m.column} = {m.value!r} ({m.kind})" for m in self.value_matches)
+        lines.extend(f"probe: {p.sql} -> {p.status}" + (f" ({p.row_count} rows)" if p.row_count is not None else "")
+                     for p in self.probes)
+        lines.extend(f"finding: {term!r} is stored as {value!r}" for term, value in self.findings.value_mappings.items())
         lines.extend(f"constraint: {c}" for c in self.constraints)
+        if self.dpc is not None:
+            lines.append(f"dpc: {self.dpc.status} ({self.dpc.reason})")
         repairs = sum(len(c.repairs) for c in self.candidates)
         if repairs:
             lines.append(f"repairs: {repairs}")

@@ -154,6 +154,16 @@ class _DatabaseSet:
             gold.close()
 
 
+def shared_questions(records: list[dict[str, Any]], strategies: list[str]) -> list[dict[str, Any]]:
+    """The records of the questions every strategy has answered, so that a partial run (a prefix of the
+    seeded order) still compares the strategies on the same questions."""
+    answered: dict[int, set[str]] = {}
+    for record in records:
+        answered.setdefault(record["id"], set()).add(record["strategy"])
+    complete = {qid for qid, names in answered.items() if names >= set(strategies)}
+    return [r for r in records if r["id"] in complete]
+
+
 def run_spider(config: SpiderConfig, llm: ChatModel | None = None, progress: Progress = _stderr) -> SpiderRun:
     """Run (or resume) the benchmark and write its JSON, Markdown and PNG; returns the records."""
     examples = load_examples(config.data_dir)
@@ -194,7 +204,7 @@ def run_spider(config: SpiderConfig, llm: ChatModel | None = None, progress: Pro
                      f"{record['total_tokens']} tokens")
     finally:
         databases.close()
-    records = store.select(config.strategies, {e.id for e in sample})
+    records = shared_questions(store.select(config.strategies, {e.id for e in sample}), config.strategies)
     summaries = summarize(records, config.strategies)
     outputs = write_outputs(config, run_name, records, summaries)
     return SpiderRun(records, summaries, outputs)

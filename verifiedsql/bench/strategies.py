@@ -16,6 +16,11 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "+verify": {"candidates": 5, "verify": True},
     "+ground": {"candidates": 5, "ground_values": True},
     "+ground+verify": {"candidates": 5, "ground_values": True, "verify": True},
+    # Probing changes the generation prompt; +probe+verify shares +probe's candidate requests.
+    "+probe": {"candidates": 5, "probe": True},
+    "+probe+verify": {"candidates": 5, "probe": True, "verify": True},
+    # Same candidates as self-consistency; adds slicing, MDD and solver calls when candidates disagree.
+    "+dpc": {"candidates": 5, "dpc": True},
 }
 
 REFERENCE = "self-consistency"  # the baseline of "gap closed"

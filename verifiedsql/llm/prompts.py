@@ -97,3 +97,27 @@ def extract_sql(text: str) -> str | None:
     sql = body[start.start(1):].strip()
     sql = sql.split("\n\n\n")[0].strip()
     return sql.rstrip(";").strip() or None
+
+
+PROBE_SYSTEM = (
+    "Before a {dialect} query is written for a question, you may explore the database with small "
+    "exploratory queries (probes): how values are stored, which columns matter, what formats dates and "
+    "codes use.\n"
+    "Rules:\n{hints}\n"
+    "- A probe is one read-only SELECT with LIMIT 20 or less that looks at one thing, for example:\n"
+    "  {example}\n"
+    "- Answer with one JSON object and nothing else:\n"
+    '  {{"action": "probe" or "done", "probe_sql": "SELECT ...", '
+    '"relevant_columns": {{"table": ["column"]}}, "value_mappings": {{"words in the question": "value as stored"}}}}\n'
+    '- Answer "done" as soon as the schema and the earlier probes are enough to write the query.'
+)
+
+PROBE_USER = "Database schema:\n{schema}\n\nQuestion: {question}\n\nProbes so far:\n{history}"
+
+
+def probe_messages(
+    profile: DialectProfile, schema_text: str, question: str, example: str, history: str
+) -> tuple[Message, ...]:
+    """One step of the probing loop: schema, question and every earlier probe with its outcome."""
+    system = PROBE_SYSTEM.format(dialect=profile.display_name, hints=_hints(profile), example=example)
+    return messages(system, PROBE_USER.format(schema=schema_text, question=question, history=history or "(none)"))

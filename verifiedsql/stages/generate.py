@@ -34,22 +34,32 @@ class Execution:
     ordered: bool
     status: CandidateStatus
     error: str | None
+    checks: tuple[str, ...] = ()  # the checks the SQL passed, in order
 
 
-def execute_candidate(database: Database, sql: str | None) -> Execution:
-    """Run one candidate through both safety layers; failures become a status and an error text."""
+def execute_candidate(database: Database, sql: str | None, *, explain: bool = False) -> Execution:
+    """Run one candidate through both safety layers; failures become a status and an error text.
+
+    With ``explain`` the engine first compiles and plans the SQL without running it (the syntax check
+    of verify-and-repair), so SQL it rejects is never executed; the error text is the engine's own.
+    """
     if sql is None:
         return Execution(None, False, "error", NO_SQL_ERROR)
+    passed: list[str] = ["parse"]
     try:
+        parse_one_query(sql, database.profile)
+        if explain:
+            database.explain(sql)
+            passed.append("explain")
         result = database.run_query(sql)
     except UnsafeSQLError as error:
-        return Execution(None, False, "unsafe", str(error))
+        return Execution(None, False, "unsafe", str(error), tuple(passed))
     except QueryTimeoutError as error:
-        return Execution(None, False, "timeout", str(error))
+        return Execution(None, False, "timeout", str(error), tuple(passed))
     except QueryError as error:
-        return Execution(None, False, "error", str(error))
+        return Execution(None, False, "error", str(error), tuple(passed))
     ordered = outermost_orders(parse_one_query(sql, database.profile))
-    return Execution(result, ordered, "ok", None)
+    return Execution(result, ordered, "ok", None, (*passed, "run"))
 
 
 class CandidateGenerator:
@@ -106,6 +116,7 @@ class CandidateGenerator:
         for attempt in range(self.options.max_refinements + 1):
             execution = self._execute_once(sql, seen)
             candidate.status, candidate.error = execution.status, execution.error
+            candidate.checks = list(execution.checks)
             if execution.status == "ok" or attempt == self.options.max_refinements:
                 break
             candidate.attempts.append(candidate.sql)
@@ -137,5 +148,5 @@ class CandidateGenerator:
         """Run ``sql``, reusing the result of an identical candidate that already ran."""
         if sql is not None and sql in seen:
             earlier = seen[sql]
-            return Execution(earlier.result, earlier.ordered, "ok", None)
-        return execute_candidate(self.database, sql)
+            return Execution(earlier.result, earlier.ordered, "ok", None, tuple(earlier.candidate.checks))
+        return execute_candidate(self.database, sql, explain=self.options.verify)

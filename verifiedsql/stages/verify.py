@@ -79,7 +79,7 @@ class Verifier:
             sql = self._repair(candidate.index, current_sql, current_problems)
             if sql is None or sql == current_sql:
                 break
-            execution = execute_candidate(self.database, sql)
+            execution = execute_candidate(self.database, sql, explain=True)
             if execution.result is None:
                 current_problems = [f"the query failed: {execution.error}"]
                 candidate.repairs.append(Repair(sql, execution.status, execution.error, current_problems))
@@ -90,6 +90,8 @@ class Verifier:
                     best = _Version(sql, execution.result, execution.ordered, current_problems)
             current_sql = sql
         candidate.violations = best.problems
+        if not best.problems:
+            candidate.checks.append("constraints")
         if best is original:
             return run
         candidate.attempts.append(original.sql)

@@ -1,0 +1,223 @@
+"""Model probes (PV-SQL section 4.1): before generation the model may run up to ``max_probes`` small,
+read-only exploratory queries; what they show becomes grounding context for the generation prompt.
+
+Every probe goes through both safety layers, is bounded to ``PROBE_LIMIT`` rows (a larger or missing
+LIMIT is rewritten on the sqlglot AST in the engine's dialect) and to ``probe_timeout_s``. A failed
+probe's error is shown to the model in the next step. Value mappings the model claims are kept only when a
+probe actually returned the stored value, and relevant columns only when they exist, so a hallucinated
+finding never reaches the prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from ..config import Options
+from ..database import Database
+from ..errors import LLMError, QueryError, QueryTimeoutError, UnsafeSQLError
+from ..llm.base import ChatModel, ChatRequest
+from ..llm.prompts import probe_messages
+from ..profiles import DialectProfile
+from ..report import Findings, Probe, VerificationReport
+from ..results import ResultSet
+from ..safety import check_query
+from ..schema import Schema
+from .calls import call_model
+from .grounding import TEXT_TYPE, question_terms
+
+PROBE_LIMIT = 20
+PREVIEW_ROWS = 5
+PREVIEW_CELL_CHARS = 40
+MAX_INVALID_IN_A_ROW = 2  # a model that cannot answer in JSON twice running is not asked again
+
+
+@dataclass(frozen=True)
+class ProbeDecision:
+    """One parsed probing reply."""
+
+    action: str  # "probe" or "done"
+    sql: str | None
+    relevant_columns: dict[str, list[str]] = field(default_factory=dict)
+    value_mappings: dict[str, str] = field(default_factory=dict)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in ``text`` (fenced or bare), or None."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start >= 0:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    return None
+
+
+def parse_decision(text: str) -> ProbeDecision | None:
+    """A reply in the probing protocol, or None when it is not one (no JSON, unknown action, no SQL)."""
+    data = _json_object(text)
+    if data is None:
+        return None
+    action = str(data.get("action", "")).strip().lower()
+    sql = data.get("probe_sql")
+    sql = sql.strip().rstrip(";").strip() if isinstance(sql, str) and sql.strip() else None
+    if action not in ("probe", "done") or (action == "probe" and sql is None):
+        return None
+    columns = data.get("relevant_columns")
+    relevant = {
+        str(table): [str(c) for c in cols if isinstance(c, str)]
+        for table, cols in (columns.items() if isinstance(columns, dict) else ())
+        if isinstance(cols, list)
+    }
+    mappings = data.get("value_mappings")
+    values = {
+        str(term): str(value)
+        for term, value in (mappings.items() if isinstance(mappings, dict) else ())
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool)
+    }
+    return ProbeDecision(action, sql, relevant, values)
+
+
+def bound_probe(sql: str, profile: DialectProfile) -> str:
+    """``sql`` checked by the statement guard, with its outermost LIMIT at most ``PROBE_LIMIT``."""
+    tree = check_query(sql, profile)
+    limit = tree.args.get("limit")
+    bound = limit.expression if isinstance(limit, exp.Limit) else None
+    if isinstance(bound, exp.Literal) and bound.is_int and int(bound.name) <= PROBE_LIMIT:
+        return sql
+    if not isinstance(tree, exp.Query):
+        raise UnsafeSQLError("a probe must be a query.", construct=tree.key)
+    return tree.limit(PROBE_LIMIT).sql(dialect=profile.sqlglot_dialect)
+
+
+def preview(result: ResultSet) -> str:
+    """A few rows of a probe result as compact text for the next prompt."""
+    def cell(value: Any) -> str:
+        text = "NULL" if value is None else str(value)
+        return text if len(text) <= PREVIEW_CELL_CHARS else text[: PREVIEW_CELL_CHARS - 3] + "..."
+
+    head = " | ".join(result.columns)
+    rows = [" | ".join(cell(v) for v in row) for row in result.rows[:PREVIEW_ROWS]]
+    more = f"\n({result.row_count - PREVIEW_ROWS} more rows)" if result.row_count > PREVIEW_ROWS else ""
+    return f"{head}\n" + "\n".join(rows) + more if rows else f"{head}\n(no rows)"
+
+
+def example_probe(profile: DialectProfile, schema: Schema, question: str) -> str:
+    """The dialect's example probe, filled in with a real text column and a term of the question."""
+    table, column = next(
+        ((t.name, c.name) for t in schema.tables for c in t.columns if TEXT_TYPE.search(c.type)),
+        (schema.tables[0].name, schema.tables[0].columns[0].name) if schema.tables else ("t", "c"),
+    )
+    terms = question_terms(question)
+    term = (terms[0] if terms else "a").replace("'", "''").lower()
+    return profile.probe_template.format(table=table, column=column, term=term)
+
+
+class Prober:
+    """Runs the probing loop for one question and records probes and findings in the report."""
+
+    def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport) -> None:
+        self.llm = llm
+        self.database = database
+        self.options = options
+        self.report = report
+        self._seen_values: set[str] = set()
+        self._asked: set[str] = set()
+
+    def explore(self, question: str, schema: Schema, schema_text: str) -> str:
+        """Probe, then return the grounding block for the generation prompt ("" when nothing was learned)."""
+        example = example_probe(self.database.profile, schema, question)
+        history: list[str] = []
+        invalid_in_a_row = 0
+        for step in range(self.options.max_probes):
+            messages = probe_messages(self.database.profile, schema_text, question, example, "\n\n".join(history))
+            request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
+                                  seed=step, purpose="probe")
+            try:
+                reply = call_model(self.llm, request, self.report)
+            except LLMError as error:
+                self.report.notes.append(f"probing stopped: the model could not be reached ({error})")
+                break
+            decision = parse_decision(reply.text)
+            if decision is None:
+                invalid_in_a_row += 1
+                self.report.probes.append(Probe(reply.text.strip()[:200], "invalid", "not a JSON probe decision"))
+                history.append(f"Probe {step + 1}: your reply was not the JSON object asked for.")
+                if invalid_in_a_row >= MAX_INVALID_IN_A_ROW:
+                    self.report.notes.append("probing stopped: the model did not answer in the probe format")
+                    break
+                continue
+            invalid_in_a_row = 0
+            self._record(decision, schema)
+            if decision.action == "done" or decision.sql is None:
+                break
+            if decision.sql in self._asked:
+                self.report.notes.append("probing stopped: the model repeated a probe")
+                break
+            self._asked.add(decision.sql)
+            history.append(self._run(step, decision.sql))
+        self._keep_seen_mappings()
+        return render_findings(self.report.probes, self.report.findings)
+
+    def _run(self, step: int, sql: str) -> str:
+        """Run one probe; its entry for the model's history."""
+        status, error, result = "ok", None, None
+        try:
+            sql = bound_probe(sql, self.database.profile)
+            result = self.database.run_query(sql, timeout_s=self.options.probe_timeout_s)
+        except UnsafeSQLError as failure:
+            status, error = "unsafe", str(failure)
+        except QueryTimeoutError as failure:
+            status, error = "timeout", str(failure)
+        except QueryError as failure:
+            status, error = "error", str(failure)
+        if result is None:
+            self.report.probes.append(Probe(sql, status, error))  # type: ignore[arg-type]
+            return f"Probe {step + 1}:\n{sql}\nError: {(error or '')[:400]}"
+        self._seen_values.update(str(v) for row in result.rows for v in row if v is not None)
+        shown = preview(result)
+        self.report.probes.append(Probe(sql, "ok", None, result.row_count, shown))
+        return f"Probe {step + 1}:\n{sql}\nResult ({result.row_count} rows):\n{shown}"
+
+    def _record(self, decision: ProbeDecision, schema: Schema) -> None:
+        findings = self.report.findings
+        for table_name, columns in decision.relevant_columns.items():
+            table = schema.table(table_name)
+            if table is None:
+                continue
+            known = [c.name for name in columns if (c := table.column(name)) is not None]
+            merged = findings.relevant_columns.setdefault(table.name, [])
+            merged.extend(name for name in known if name not in merged)
+        findings.value_mappings.update(decision.value_mappings)
+
+    def _keep_seen_mappings(self) -> None:
+        """Move the mappings whose value no probe returned to ``dropped_mappings``."""
+        findings = self.report.findings
+        for term, value in list(findings.value_mappings.items()):
+            if value not in self._seen_values:
+                findings.dropped_mappings[term] = findings.value_mappings.pop(term)
+        findings.relevant_columns = {t: cols for t, cols in findings.relevant_columns.items() if cols}
+
+
+def render_findings(probes: list[Probe], findings: Findings) -> str:
+    """The grounding block: successful probes with a preview, value mappings, relevant columns."""
+    parts: list[str] = []
+    ran = [p for p in probes if p.status == "ok"]
+    if ran:
+        shown = "\n".join(f"- {p.sql}\n  " + p.preview.replace("\n", "\n  ") for p in ran)
+        parts.append(f"Probe results (queries already run on this database):\n{shown}")
+    if findings.value_mappings:
+        lines = "\n".join(f"- \"{term}\" is stored as '{value}'" for term, value in findings.value_mappings.items())
+        parts.append(f"Values as stored (use them exactly):\n{lines}")
+    if findings.relevant_columns:
+        lines = "\n".join(f"- {table}: {', '.join(cols)}" for table, cols in findings.relevant_columns.items())
+        parts.append(f"Relevant columns:\n{lines}")
+    return "\n\n".join(parts)

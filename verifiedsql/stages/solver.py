@@ -1,0 +1,162 @@
+"""The pandas solver (DPC appendix A.3): answer the question on the MDD in Python, independently of the
+SQL candidates, as a reference result to compare them with.
+
+The model sees every slice table as a DataFrame (columns, dtypes, keys and all rows: MDDs are tiny)
+and the question, never the candidates. Its code runs only in the bubblewrap sandbox; a failing run's
+traceback is fed back for at most ``corrections`` self-corrections. Without a working sandbox the
+solver is skipped and the code is never run in any other way.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import pandas as pd  # type: ignore[import-untyped,unused-ignore]
+
+from ..errors import LLMError, SandboxError, SandboxUnavailableError
+from ..llm.base import ChatModel, ChatRequest, Message
+from ..llm.dpc_prompts import (
+    extract_python,
+    follow_up,
+    render_dataframe,
+    solver_messages,
+    solver_retry_feedback,
+)
+from ..report import VerificationReport
+from ..results import ResultSet
+from ..sandbox import Sandbox
+from ..schema import Table
+from .calls import call_model
+from .dpc_data import Rows, SchemaSlice
+from .mdd_model import ColumnKind, column_kind
+
+__all__ = ["SolverOutcome", "slice_frames", "solve"]
+
+NO_CODE = "the reply holds no ```python code block; reply with the complete code in one"
+NO_SANDBOX = "no sandbox: "
+
+_DTYPES: dict[ColumnKind, str] = {"int": "Int64", "float": "float64", "bool": "boolean",
+                                  "text": "object", "date": "object", "timestamp": "object", "time": "object"}
+
+
+@dataclass
+class SolverOutcome:
+    """The solver's last code and its result (None unless a run succeeded), how many replies it took,
+    the error of every failed try, and why it was skipped, if it was."""
+
+    code: str | None = None
+    result: ResultSet | None = None
+    attempts: int = 0
+    errors: list[str] = field(default_factory=list)
+    skipped: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+
+def _plain(value: Any) -> Any:
+    """A cell as the DataFrame holds it: dates and times as ISO text, Decimals as floats."""
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    return value
+
+
+def _series(values: list[Any], kind: ColumnKind) -> pd.Series:
+    dtype = _DTYPES.get(kind)
+    try:
+        return pd.Series(values, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):  # values unlike the declared type: let pandas infer
+        return pd.Series(values)
+
+
+def _rows_of(mdd_tables: Mapping[str, Rows], table: Table) -> Rows:
+    lowered = table.name.lower()
+    return next((rows for name, rows in mdd_tables.items() if name.lower() == lowered), ())
+
+
+def slice_frames(slice_: SchemaSlice, mdd_tables: Mapping[str, Rows]) -> dict[str, tuple[pd.DataFrame, Rows]]:
+    """Every slice table as a DataFrame (typed from the column types), with its plain rows, by table name."""
+    frames: dict[str, tuple[pd.DataFrame, Rows]] = {}
+    for table in slice_.tables:
+        rows = tuple(tuple(_plain(v) for v in row) for row in _rows_of(mdd_tables, table))
+        columns = {c.name: _series([row[i] for row in rows], column_kind(c.type))
+                   for i, c in enumerate(table.columns)}
+        frames[table.name] = (pd.DataFrame(columns, columns=[c.name for c in table.columns]), rows)
+    return frames
+
+
+def _prompt(slice_: SchemaSlice, frames: dict[str, tuple[pd.DataFrame, Rows]], question: str) -> tuple[Message, ...]:
+    parts = [render_dataframe(table, [str(d) for d in frames[table.name][0].dtypes], frames[table.name][1])
+             for table in slice_.tables]
+    return solver_messages("\n\n".join(parts), question)
+
+
+def _no_sandbox(sandbox: Sandbox) -> str | None:
+    if sandbox.available():
+        return None
+    return NO_SANDBOX + "bubblewrap (bwrap) is missing or cannot create namespaces here, so model-written code is not run"
+
+
+def _run(sandbox: Sandbox, code: str, frames: dict[str, pd.DataFrame], outcome: SolverOutcome) -> str | None:
+    """One sandboxed run: sets ``outcome.result`` (or ``skipped``); returns the error to feed back, if any."""
+    try:
+        run = sandbox.run_pandas(code, frames)
+    except SandboxUnavailableError as error:
+        outcome.skipped = NO_SANDBOX + str(error)
+        return None
+    except SandboxError as error:
+        outcome.skipped = f"sandbox failed: {error}"
+        return None
+    if run.ok:
+        outcome.result = ResultSet(tuple(run.columns), tuple(tuple(row) for row in run.rows))
+        return None
+    return run.error or "the code failed without an error message"
+
+
+def solve(
+    llm: ChatModel,
+    report: VerificationReport,
+    sandbox: Sandbox,
+    slice_: SchemaSlice,
+    mdd_tables: dict[str, Rows],
+    question: str,
+    *,
+    corrections: int = 3,
+    max_tokens: int = 768,
+    seed: int = 0,
+) -> SolverOutcome:
+    """Write pandas code that answers ``question`` on the MDD, run it in the sandbox, self-correct on
+    errors (at most ``corrections + 1`` replies); the outcome's ``result`` is None when no run worked."""
+    outcome = SolverOutcome()
+    outcome.skipped = _no_sandbox(sandbox)
+    if outcome.skipped:
+        return outcome
+    typed = slice_frames(slice_, mdd_tables)
+    frames = {name: frame for name, (frame, _) in typed.items()}
+    first = _prompt(slice_, typed, question)
+    prompt: tuple[Message, ...] = first
+    for _ in range(corrections + 1):
+        request = ChatRequest(messages=prompt, temperature=0.0, max_tokens=max_tokens, seed=seed, purpose="solver")
+        try:
+            reply = call_model(llm, request, report).text
+        except LLMError as error:
+            outcome.errors.append(f"model error: {error}")
+            break
+        outcome.attempts += 1
+        code = extract_python(reply)
+        outcome.code = code or outcome.code
+        failure = _run(sandbox, code, frames, outcome) if code else NO_CODE
+        if failure is None:
+            break
+        outcome.errors.append(failure)
+        prompt = follow_up(first, reply, solver_retry_feedback(failure))
+    return outcome
