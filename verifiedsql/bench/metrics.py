@@ -124,3 +124,63 @@ def breakdown(records: list[Record], key: str) -> dict[str, dict[str, tuple[int,
         cell[0] += bool(record["correct"])
         cell[1] += 1
     return {group: {s: (c[0], c[1]) for s, c in cells.items()} for group, cells in sorted(table.items())}
+
+
+@dataclass
+class VersusReference:
+    """One strategy against the reference on the questions both answered: on the majority-incorrect
+    subset (the reference is wrong though a correct candidate was in its pool) the share recovered; on
+    the majority-correct subset the share lost; and the tokens and seconds it adds per question."""
+
+    strategy: str
+    questions: int
+    majority_incorrect: int
+    recovered: int
+    majority_correct: int
+    regressed: int
+    added_tokens: float
+    added_seconds: float
+    stage_counts: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _stage_counts(rows: list[Record]) -> dict[str, int]:
+    """Counts of what the optional stages did: DPC outcomes and MDD methods, probes run, repairs."""
+    counts: Counter[str] = Counter()
+    for r in rows:
+        dpc = r.get("dpc")
+        if dpc:
+            counts[f"dpc {dpc['status']}"] += 1
+            if dpc.get("mdd_method"):
+                counts[f"mdd {dpc['mdd_method']}"] += 1
+            if dpc["status"] == "decided" and dpc.get("changed"):
+                counts["dpc changed the answer"] += 1
+        counts["probes run"] += sum(status == "ok" for status in r.get("probes", []))
+        counts["probe replies not in the protocol"] += sum(status == "invalid" for status in r.get("probes", []))
+        counts["repairs"] += r.get("repairs", 0)
+    return {k: v for k, v in sorted(counts.items()) if v}
+
+
+def versus_reference(records: list[Record], strategy: str) -> VersusReference | None:
+    """``strategy`` against REFERENCE; None when they share no question (model failures left out)."""
+    usable = [r for r in records if r["status"] != "llm_error"]
+    reference = {r["id"]: r for r in usable if r["strategy"] == REFERENCE}
+    rows = [r for r in usable if r["strategy"] == strategy and r["id"] in reference]
+    if not rows:
+        return None
+    wrong = [r for r in rows if not reference[r["id"]]["correct"] and reference[r["id"]]["pass_at_n"]]
+    right = [r for r in rows if reference[r["id"]]["correct"]]
+    return VersusReference(
+        strategy=strategy,
+        questions=len(rows),
+        majority_incorrect=len(wrong),
+        recovered=sum(r["correct"] for r in wrong),
+        majority_correct=len(right),
+        regressed=sum(not r["correct"] for r in right),
+        added_tokens=mean(r["total_tokens"] - reference[r["id"]]["total_tokens"] for r in rows) or 0.0,
+        added_seconds=mean(r["model_seconds"] + r["own_seconds"] - reference[r["id"]]["model_seconds"]
+                           - reference[r["id"]]["own_seconds"] for r in rows) or 0.0,
+        stage_counts=_stage_counts(rows),
+    )

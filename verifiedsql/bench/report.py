@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .hardness import LEVELS
-from .metrics import Spread, Summary, breakdown
+from .metrics import Spread, Summary, breakdown, versus_reference
+from .strategies import REFERENCE
 
 if TYPE_CHECKING:
     from .spider import SpiderConfig
@@ -62,6 +63,25 @@ def _breakdown_table(title: str, records: list[dict[str, Any]], key: str, strate
     return lines + [""]
 
 
+def _versus_table(records: list[dict[str, Any]], strategies: list[str]) -> list[str]:
+    """Each strategy against self-consistency: recovered and regressed questions, cost added, stages."""
+    rows = [v for s in strategies if s != REFERENCE and (v := versus_reference(records, s)) is not None]
+    if not rows:
+        return []
+    lines = [f"### Against {REFERENCE} (same questions)", "",
+             "- majority-incorrect: the reference is wrong although its pool held a correct candidate; "
+             "majority-correct: the reference is right. Added: mean per question, uncached model seconds "
+             "plus own time.", "",
+             "| strategy | recovered of majority-incorrect | regressed of majority-correct | added tokens/q "
+             "| added s/q | what the stages did |", "|---|---:|---:|---:|---:|---|"]
+    for v in rows:
+        stages = ", ".join(f"{k}: {n}" for k, n in v.stage_counts.items()) or "-"
+        lines.append(
+            f"| {v.strategy} | {v.recovered}/{v.majority_incorrect} | {v.regressed}/{v.majority_correct} | "
+            f"{v.added_tokens:+.0f} | {v.added_seconds:+.1f} | {stages} |")
+    return lines + [""]
+
+
 def markdown(config: SpiderConfig, records: list[dict[str, Any]], summaries: dict[str, Summary],
              chart: str | None) -> str:
     """The human-readable report."""
@@ -105,6 +125,7 @@ def markdown(config: SpiderConfig, records: list[dict[str, Any]], summaries: dic
         cells = [_s(summaries[s].stages[x]) if x in summaries[s].stages else "n/a" for x in stages]
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     lines.append("")
+    lines += _versus_table(records, strategies)
     lines += _breakdown_table("hardness", records, "hardness", strategies)
     lines += _breakdown_table("database", records, "db_id", strategies)
     if chart:
@@ -156,6 +177,8 @@ def write_outputs(config: SpiderConfig, name: str, records: list[dict[str, Any]]
         "summaries": {s: m.to_dict() for s, m in summaries.items()},
         "by_hardness": breakdown(records, "hardness"),
         "by_database": breakdown(records, "db_id"),
+        "versus_reference": {s: v.to_dict() for s in summaries
+                             if s != REFERENCE and (v := versus_reference(records, s)) is not None},
         "records": records,
     }
     paths["json"] = out / f"{name}.json"

@@ -93,7 +93,28 @@ def _report_fields(report: VerificationReport | None) -> dict[str, Any]:
         "live_model_seconds": round(sum(c.seconds for c in calls if not c.cached), 4),
         "timings": dict(report.timings) if report else {},
         "confidence": report.confidence if report else None,
+        **_stage_fields(report),
     }
+
+
+def _stage_fields(report: VerificationReport | None) -> dict[str, Any]:
+    """What the optional stages did (probes, repairs, the dual-paradigm test), for the stage breakdowns."""
+    if report is None:
+        return {}
+    fields: dict[str, Any] = {
+        "probes": [p.status for p in report.probes],
+        "value_mappings": len(report.findings.value_mappings),
+        "repairs": sum(len(c.repairs) for c in report.candidates),
+    }
+    if report.dpc is not None:
+        test = report.dpc
+        fields["dpc"] = {
+            "status": test.status, "reason": test.reason[:300], "changed": test.winner != test.champion,
+            "mdd_method": test.mdd_method, "mdd_tries": test.mdd_tries, "slice_method": test.slice_method,
+            "solver_attempts": test.solver_attempts, "scores": test.scores, "tokens": test.tokens,
+            "seconds": test.seconds,
+        }
+    return fields
 
 
 def answer_one(pipeline: Pipeline, example: Example, gold: Gold, grader: CandidateGrader) -> dict[str, Any]:
@@ -112,7 +133,7 @@ def answer_one(pipeline: Pipeline, example: Example, gold: Gold, grader: Candida
     fields = _report_fields(report)
     candidates = [
         {"index": c.index, "origin": c.origin, "sql": c.sql, "status": c.status, "cluster": c.cluster,
-         "correct": c.status == "ok" and grader.correct(c.sql)}
+         "error": (c.error or "")[:300] or None, "correct": c.status == "ok" and grader.correct(c.sql)}
         for c in (report.candidates if report else [])
     ]
     own = max(wall - fields["live_model_seconds"], 0.0)
