@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 from verifiedsql.llm import OpenAIChatModel
 
@@ -31,10 +31,12 @@ def completion(text: str = "SELECT 1", usage: bool = True) -> dict[str, Any]:
 
 
 class FakeServer:
-    """Answers POST /v1/chat/completions from a script; the last reply repeats once the script runs out."""
+    """Answers POST /v1/chat/completions from a script; the last reply repeats once the script runs out.
+    A ``responder`` (request payload -> Reply), when set, answers instead: safe for concurrent clients."""
 
     def __init__(self) -> None:
         self.script: list[Reply] = []
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[dict[str, Any]] = []
         fake = self
 
@@ -42,7 +44,10 @@ class FakeServer:
             def do_POST(self) -> None:
                 payload = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 fake.requests.append(payload)
-                reply = fake.script.pop(0) if len(fake.script) > 1 else fake.script[0]
+                if fake.responder is not None:
+                    reply = fake.responder(payload)
+                else:
+                    reply = fake.script.pop(0) if len(fake.script) > 1 else fake.script[0]
                 time.sleep(reply.delay_s)
                 body = reply.body if reply.body is not None else completion()
                 raw = json.dumps(body).encode() if isinstance(body, dict) else (
@@ -65,6 +70,11 @@ class FakeServer:
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
         threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()
+
+    def close(self) -> None:
+        """Stop serving and close the listening socket."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
     def model(self, **kwargs: Any) -> OpenAIChatModel:
         kwargs.setdefault("timeout_s", 10.0)

@@ -67,6 +67,7 @@ class Options:
     statement_timeout_s: float = 30.0
     sample_values: int = 3
     max_question_chars: int = 4_000
+    question_timeout_s: float = 600.0  # wall-time budget of one question, every stage and model call included
     schema: str | None = None
     max_tokens: int = 512
     ground_values: bool = False  # look question literals up in text columns; matches go into the prompt
@@ -95,8 +96,8 @@ class Options:
             raise ConfigurationError("max_repairs and max_probes must be 0 or more.")
         if self.dpc_votes < 1 or self.mdd_max_rows < 1:
             raise ConfigurationError("dpc_votes and mdd_max_rows must be at least 1.")
-        if self.probe_timeout_s <= 0:
-            raise ConfigurationError("probe_timeout_s must be positive.")
+        if self.probe_timeout_s <= 0 or self.question_timeout_s <= 0:
+            raise ConfigurationError("probe_timeout_s and question_timeout_s must be positive.")
 
     @classmethod
     def build(cls, values: Mapping[str, Any] | None = None) -> Options:

@@ -66,6 +66,15 @@ class NoAnswerError(VerifiedSQLError):
         self.report = report
 
 
+class QuestionTimeoutError(VerifiedSQLError):
+    """The question's time budget (``question_timeout_s``) ran out before any candidate could be run;
+    ``report`` shows what was done until then (None when the question never got that far)."""
+
+    def __init__(self, message: str, report: Any = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
 class OpenTransactionError(VerifiedSQLError):
     """The connection is inside a transaction, so a read-only one cannot be started on it.
 

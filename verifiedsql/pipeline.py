@@ -10,13 +10,14 @@ from typing import Iterator
 
 from .config import Options
 from .database import Database
-from .errors import EmptySchemaError, NoAnswerError, QuestionError
+from .deadline import Deadline
+from .errors import EmptySchemaError, NoAnswerError, QuestionError, QuestionTimeoutError
 from .llm.base import ChatModel
 from .llm.prompts import with_context
 from .report import VerificationReport
 from .results import ResultSet
 from .schema import render_schema
-from .stages.cluster import cluster_runs, select_majority
+from .stages.cluster import Selection, cluster_runs, select_majority
 from .stages.constraints import extract_constraints
 from .stages.dpc import DualParadigmSelector
 from .stages.generate import CandidateGenerator
@@ -57,7 +58,10 @@ def clean_question(question: object, max_chars: int) -> str:
 
 
 @contextmanager
-def _timed(report: VerificationReport, stage: str) -> Iterator[None]:
+def _timed(report: VerificationReport, stage: str, deadline: Deadline | None = None) -> Iterator[None]:
+    """Add the block's time to ``report.timings[stage]``; with a ``deadline``, the stage must have time left."""
+    if deadline is not None:
+        deadline.check(f"the start of the {stage} stage")
     start = time.perf_counter()
     try:
         yield
@@ -67,18 +71,29 @@ def _timed(report: VerificationReport, stage: str) -> Iterator[None]:
 
 class Pipeline:
     """Context -> [ground values] -> [probe] -> generate (self-refinement, [verify and repair]) -> cluster
-    and select -> [dual-paradigm test] -> answer. Bracketed stages run only when their option is on."""
+    and select -> [dual-paradigm test] -> answer. Bracketed stages run only when their option is on.
+
+    The whole question runs within ``question_timeout_s``: every model call's timeout is capped by the time
+    left, and the stages stop when it is gone. The answer is then the best candidate that ran, reported
+    ``unverified``; with none, ``QuestionTimeoutError``."""
 
     def __init__(self, database: Database, llm: ChatModel, options: Options) -> None:
         self.database = database
         self.llm = llm
         self.options = options
-        self.generator = CandidateGenerator(llm, database, options)
 
     def answer(self, question: object) -> Answer:
         text = clean_question(question, self.options.max_question_chars)
         report = VerificationReport(question=text, dialect=self.database.profile.name)
-        with _timed(report, "context"):
+        try:
+            return self._answer(text, report, Deadline(self.options.question_timeout_s))
+        except QuestionTimeoutError as error:
+            error.report = report
+            raise
+
+    def _answer(self, text: str, report: VerificationReport, deadline: Deadline) -> Answer:
+        llm = deadline.bind(self.llm)
+        with _timed(report, "context", deadline):
             schema = self.database.reflect()
             if not schema.tables:
                 where = f"schema {schema.namespace!r}" if schema.namespace else "the default schema"
@@ -88,41 +103,56 @@ class Pipeline:
                 )
             schema_text = render_schema(schema)
         if self.options.ground_values:
-            with _timed(report, "ground"):
+            with _timed(report, "ground", deadline):
                 report.value_matches = ground_values(self.database, schema, text)
                 schema_text = with_context(schema_text, render_matches(report.value_matches))
         if self.options.probe:
-            with _timed(report, "probe"):
-                findings = Prober(self.llm, self.database, self.options, report).explore(text, schema, schema_text)
-                schema_text = with_context(schema_text, findings)
+            with _timed(report, "probe", deadline):
+                prober = Prober(llm, self.database, self.options, report, deadline)
+                schema_text = with_context(schema_text, prober.explore(text, schema, schema_text))
         verifier = None
         if self.options.verify:
             constraints = extract_constraints(text)
             report.constraints = [c.describe() for c in constraints]
-            verifier = Verifier(self.llm, self.database, self.options, text, schema_text, constraints, report)
-        with _timed(report, "generate"):
-            runs = self.generator.generate(text, schema_text, report, verifier.verify if verifier else None)
+            verifier = Verifier(llm, self.database, self.options, text, schema_text, constraints, report, deadline)
+        with _timed(report, "generate", deadline):
+            generator = CandidateGenerator(llm, self.database, self.options, deadline)
+            runs = generator.generate(text, schema_text, report, verifier.verify if verifier else None)
         with _timed(report, "select"):
             clusters = cluster_runs(runs)
             selection = select_majority(runs, clusters)
         if self.options.dpc and selection is not None:
             with _timed(report, "dpc"):
-                selector = DualParadigmSelector(self.llm, self.database, self.options, report)
+                selector = DualParadigmSelector(llm, self.database, self.options, report, deadline=deadline)
                 selection = selector.select(text, runs, clusters, selection)
         report.candidates = [run.candidate for run in runs]
         report.clusters = clusters
         if selection is None or selection.representative.result is None:
             report.reason = "no candidate could be run"
+            if deadline.exhausted:
+                raise deadline.error("the end of generation, before any candidate could be run")
             raise NoAnswerError(
                 "none of the generated queries ran successfully; see the report's candidates for the "
                 "errors, rephrase the question, or use a larger model.",
                 report,
             )
+        return self._finish(report, selection, deadline)
+
+    def _finish(self, report: VerificationReport, selection: Selection, deadline: Deadline) -> Answer:
+        """The answer from the selected candidate; unverified when the time budget cut any work short."""
         result = selection.representative.result
+        assert result is not None
         report.sql = selection.representative.candidate.sql
         report.confidence = selection.confidence
         report.reason = selection.reason
         report.truncated = result.truncated
         if result.truncated:
             report.notes.append(f"the answer was cut at row_cap={self.options.row_cap} rows")
+        if deadline.exhausted:
+            report.confidence = "unverified"
+            report.reason += "; the time budget ran out, so not every check was done"
+            report.notes.append(
+                f"time budget exhausted after {deadline.elapsed():.1f} s (question_timeout_s="
+                f"{deadline.budget_s:g}): answered with a candidate that ran; the work still to do was skipped"
+            )
         return Answer(sql=report.sql, result=result, report=report)

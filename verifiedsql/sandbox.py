@@ -84,6 +84,9 @@ try:
     import pandas as pd
     meta = json.load(open("IN/meta.json"))
     tables = {name: pd.read_pickle(f"IN/t{i}.pkl") for i, name in enumerate(meta["tables"])}
+    for name, frame in tables.items():  # small models often read "<table>.csv": let that work too
+        if name.replace("_", "").isalnum():
+            frame.to_csv(f"{name}.csv", index=False)
     code = open("IN/code.py", encoding="utf-8").read()
     linecache.cache["<solver>"] = (len(code), None, code.splitlines(True), "<solver>")
     ns = {"__name__": "__solver__", "pd": pd, "np": np, "tables": tables}
@@ -208,6 +211,33 @@ def _reap_jail(info: bytes, patience: float = 5.0) -> None:
         except PermissionError:
             pass
         time.sleep(0.02)
+
+
+_CELL = (type(None), bool, int, float, str)  # all the runner's cell() ever emits
+
+
+def _payload(outcome: _Drain) -> dict[str, Any]:
+    """The outcome pipe's JSON object; {} when it is missing, cut short or not one (the jailed code can
+    write anything there: deeply nested JSON raises RecursionError, not ValueError)."""
+    if not outcome.data or outcome.truncated:
+        return {}
+    try:
+        payload = json.loads(outcome.data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return {}
+    return payload if isinstance(payload, dict) else {}
+
+
+def _table(payload: dict[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]] | None:
+    """Columns (text) and rows (scalar cells, one per column) of an ok payload; None if it is malformed."""
+    columns, rows = payload.get("columns"), payload.get("rows")
+    if not isinstance(columns, list) or not isinstance(rows, list) or \
+            not all(isinstance(c, str) for c in columns):
+        return None
+    if not all(isinstance(r, list) and len(r) == len(columns) and all(isinstance(v, _CELL) for v in r)
+               for r in rows):
+        return None
+    return columns, [tuple(r) for r in rows]
 
 
 _PROBED: dict[tuple[Any, ...], bool] = {}
@@ -356,14 +386,7 @@ class Sandbox:
 
     def _result(self, rc: int, timed_out: bool, seconds: float, out: _Drain, err: _Drain,
                 outcome: _Drain) -> SandboxResult:
-        payload: dict[str, Any] = {}
-        if outcome.data and not outcome.truncated:
-            try:
-                payload = json.loads(outcome.data.decode("utf-8"))
-                if not isinstance(payload, dict):
-                    payload = {}
-            except (UnicodeDecodeError, ValueError):
-                payload = {}
+        payload = _payload(outcome)
         stderr = err.text()
         incident: Incident | None = None
         error: str | None = None
@@ -381,16 +404,18 @@ class Sandbox:
         elif outcome.truncated:
             incident, error = "output", f"the result is larger than {self.max_file_mb} MB"
         elif out.truncated or err.truncated:
-            incident = "output"
+            incident = "output"  # printing too much is cut short; it fails no run on its own
+            if payload.get("ok") is not True:
+                error = f"the code printed more than {self.max_output_bytes} bytes (cut short)"
         ok = payload.get("ok") is True and incident in (None, "output") and not outcome.truncated
         rows: list[tuple[Any, ...]] = []
         columns: list[str] = []
         if ok:
-            try:
-                columns = [str(c) for c in payload["columns"]]
-                rows = [tuple(r) for r in payload["rows"]]
-            except (KeyError, TypeError):
+            table = _table(payload)
+            if table is None:
                 ok, error = False, "the sandbox returned a malformed result"
+            else:
+                columns, rows = table
         elif error is None:
             tb = payload.get("error")
             error = str(tb) if tb else (

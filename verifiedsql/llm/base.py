@@ -21,6 +21,7 @@ class ChatRequest:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     purpose: str = "generate"  # recorded in the report; not part of the cache key
+    timeout_s: float | None = None  # caps this call's time budget (the question's time left); not in the key
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,12 @@ class ChatResponse:
     completion_tokens: int
     seconds: float
     cached: bool = False
+    finish_reason: str | None = None  # as the server said; not recorded by the cache
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the reply was cut off at ``max_tokens`` (so any SQL in it may be incomplete)."""
+        return self.finish_reason == "length"
 
 
 class ChatModel(Protocol):

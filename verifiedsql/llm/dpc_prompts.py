@@ -68,7 +68,8 @@ TESTER_BROKEN = (
 SOLVER_SYSTEM = (
     "You answer questions about small tables by writing pandas code.\n"
     "- Each table is already loaded as a pandas DataFrame in the variable named below; `pd` and "
-    "`np` are imported, and `tables` maps every table name to its DataFrame.\n"
+    "`np` are imported, and `tables` maps every table name to its DataFrame. Use these variables; "
+    "there is no need to load anything.\n"
     "- Dates and times are ISO text ('2013-09-15', '2013-09-15 10:30:00'); NULL cells are "
     "missing values.\n"
     "- Assign the answer to a variable named `result`, as a DataFrame: only the columns the "

@@ -32,7 +32,8 @@ class _Retryable(Exception):
 
 
 class OpenAIChatModel:
-    """Chat completions from an OpenAI-compatible server; ``timeout_s`` bounds a whole call, retries included.
+    """Chat completions from an OpenAI-compatible server; ``timeout_s`` bounds a whole call, retries included
+    (a request's own ``timeout_s`` may shorten it: the time left of the question's budget).
 
     ``use_env_proxy=False`` ignores HTTP(S)_PROXY settings (for servers on this machine)."""
 
@@ -64,16 +65,18 @@ class OpenAIChatModel:
         return self._model
 
     def complete(self, request: ChatRequest) -> ChatResponse:
+        """One answer within ``timeout_s``, or ``request.timeout_s`` when that is shorter."""
         start = time.monotonic()
-        deadline = start + self.timeout_s
+        budget = self.timeout_s if request.timeout_s is None else min(self.timeout_s, max(0.0, request.timeout_s))
+        deadline = start + budget
         attempt = 0
         while True:
             attempt += 1
             remaining = deadline - time.monotonic()
             try:
                 if remaining < _MIN_ATTEMPT_S:
-                    raise _Retryable(f"no time left of the {self.timeout_s:g} s budget", self._timeout_hint())
-                return self._attempt(request, remaining, start)
+                    raise _Retryable(f"no time left of the {budget:g} s budget", self._timeout_hint(budget))
+                return self._attempt(request, remaining, start, budget)
             except _Retryable as err:
                 delay = self._delay(attempt, err.wait_s)
                 left = deadline - time.monotonic()
@@ -84,7 +87,7 @@ class OpenAIChatModel:
                     ) from err
                 time.sleep(delay)
 
-    def _attempt(self, request: ChatRequest, timeout: float, start: float) -> ChatResponse:
+    def _attempt(self, request: ChatRequest, timeout: float, start: float, budget: float) -> ChatResponse:
         kwargs: dict[str, Any] = {
             "model": self._model,
             "messages": [dict(m) for m in request.messages],
@@ -98,7 +101,7 @@ class OpenAIChatModel:
         try:
             completion = self._client.chat.completions.create(timeout=timeout, **kwargs)
         except openai.APITimeoutError as exc:
-            raise _Retryable("the request timed out", self._timeout_hint()) from exc
+            raise _Retryable("the request timed out", self._timeout_hint(budget)) from exc
         except openai.APIConnectionError as exc:
             raise _Retryable(f"cannot connect ({exc.__cause__ or exc})", self._connect_hint()) from exc
         except openai.APIStatusError as exc:
@@ -128,6 +131,7 @@ class OpenAIChatModel:
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             seconds=seconds,
+            finish_reason=getattr(choices[0], "finish_reason", None),
         )
 
     def _status_error(self, exc: openai.APIStatusError) -> Exception:
@@ -160,9 +164,9 @@ class OpenAIChatModel:
         return (f"Check the URL {self.base_url or 'https://api.openai.com/v1'}, start the server "
                 "(`verifiedsql llm serve` for the local model), or set VERIFIEDSQL_LLM_BASE_URL.")
 
-    def _timeout_hint(self) -> str:
-        return (f"The model did not answer within the {self.timeout_s:g} s budget; raise llm_timeout_s, "
-                "lower max_tokens, or use a faster model.")
+    def _timeout_hint(self, budget: float) -> str:
+        return (f"The model did not answer within the {budget:g} s budget; raise llm_timeout_s "
+                "(or question_timeout_s), lower max_tokens, or use a faster model.")
 
 
 _MALFORMED_HINT = ("The server's answer is not an OpenAI-compatible chat completion; check that the URL "

@@ -18,7 +18,8 @@ from typing import Any
 
 from ..config import Options
 from ..database import Database
-from ..errors import VerifiedSQLError
+from ..deadline import Deadline
+from ..errors import QuestionTimeoutError, VerifiedSQLError
 from ..llm.base import ChatModel
 from ..report import Cluster, DualParadigmTest, VerificationReport
 from ..results import ResultSet
@@ -74,15 +75,17 @@ def _samples(schema: Schema, slice_: SchemaSlice) -> dict[str, dict[str, tuple[A
 
 
 class DualParadigmSelector:
-    """Runs the DPC test for one question and records it in ``report.dpc``."""
+    """Runs the DPC test for one question, within the ``deadline`` (none: no limit), and records it in
+    ``report.dpc``; when the time runs out the champion stands."""
 
     def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport,
-                 sandbox: Sandbox | None = None) -> None:
+                 sandbox: Sandbox | None = None, deadline: Deadline | None = None) -> None:
         self.llm = llm
         self.database = database
         self.options = options
         self.report = report
         self.sandbox = sandbox or Sandbox()
+        self.deadline = deadline or Deadline()
 
     def select(self, question: str, runs: Sequence[CandidateRun], clusters: Sequence[Cluster],
                selection: Selection) -> Selection:
@@ -97,6 +100,8 @@ class DualParadigmSelector:
         calls_before, start = len(self.report.llm_calls), time.perf_counter()
         try:
             chose_challenger = self._test(question, pair, test)
+        except QuestionTimeoutError as error:
+            test.reason, chose_challenger = f"stopped: {error}", False
         finally:
             test.seconds = round(time.perf_counter() - start, 4)
             test.tokens = sum(c.prompt_tokens + c.completion_tokens for c in self.report.llm_calls[calls_before:])
@@ -114,6 +119,7 @@ class DualParadigmSelector:
         """True when the challenger wins; ``test`` is filled in as the steps go."""
         sql_a, sql_b = pair.champion.candidate.sql, pair.challenger.candidate.sql
         schema = self.database.reflect()
+        self.deadline.check("the dual-paradigm test's slice")
         slice_ = self._slice(question, [sql_a, sql_b], schema, test)
         if slice_ is None:
             return False
@@ -122,7 +128,10 @@ class DualParadigmSelector:
         try:
             with open_scratch(self.database, slice_) as scratch:
                 scratch.dry_run([sql_a, sql_b])
+                self.deadline.check("the search for a distinguishing database")
                 mdd = self._mdd(scratch, slice_, schema, question, sql_a, sql_b)
+        except QuestionTimeoutError:
+            raise
         except VerifiedSQLError as error:
             test.reason = f"the scratch database failed: {error}"
             return False
@@ -158,6 +167,7 @@ class DualParadigmSelector:
         votes = {"champion": 0, "challenger": 0, "tie": 0}
         margin = self.options.dpc_margin
         for attempt in range(self.options.dpc_votes):
+            self.deadline.check("the dual-paradigm test's pandas solver")
             outcome = solve(self.llm, self.report, self.sandbox, slice_, mdd.tables, question, seed=attempt)
             test.solver_attempts += outcome.attempts
             if outcome.skipped:

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from ..config import Options
 from ..database import Database
-from ..errors import LLMError, QueryError, QueryTimeoutError, UnsafeSQLError
-from ..llm.base import ChatModel, ChatRequest, Message
+from ..deadline import Deadline
+from ..errors import LLMError, QueryError, QueryTimeoutError, QuestionTimeoutError, UnsafeSQLError
+from ..llm.base import ChatModel, ChatRequest, ChatResponse, Message
 from ..llm.prompts import extract_sql, generation_messages, refinement_messages
 from ..report import Candidate, CandidateStatus, VerificationReport
 from ..results import ResultSet
@@ -17,6 +18,7 @@ from ..safety import outermost_orders, parse_one_query
 from .calls import call_model
 
 NO_SQL_ERROR = "the reply contained no SQL query"
+CUT_OFF_ERROR = "the reply was cut off at max_tokens={max_tokens} before its SQL was complete"
 
 
 @dataclass
@@ -37,21 +39,34 @@ class Execution:
     checks: tuple[str, ...] = ()  # the checks the SQL passed, in order
 
 
-def execute_candidate(database: Database, sql: str | None, *, explain: bool = False) -> Execution:
+def sql_of(reply: ChatResponse) -> str | None:
+    """The SQL in a model reply; None when there is none, or when the reply was cut off at max_tokens
+    before its code block closed (a cut query may still run, and answer another question)."""
+    if reply.truncated and reply.text.count("```") < 2:
+        return None
+    return extract_sql(reply.text)
+
+
+def execute_candidate(database: Database, sql: str | None, *, explain: bool = False,
+                      deadline: Deadline | None = None) -> Execution:
     """Run one candidate through both safety layers; failures become a status and an error text.
 
     With ``explain`` the engine first compiles and plans the SQL without running it (the syntax check
     of verify-and-repair), so SQL it rejects is never executed; the error text is the engine's own.
+    The run's timeout is capped by the ``deadline``'s time left; with none left it does not start.
     """
     if sql is None:
         return Execution(None, False, "error", NO_SQL_ERROR)
+    deadline = deadline or Deadline()
+    if deadline.expired:
+        return Execution(None, False, "timeout", str(deadline.error("running a candidate query")))
     passed: list[str] = ["parse"]
     try:
         parse_one_query(sql, database.profile)
         if explain:
             database.explain(sql)
             passed.append("explain")
-        result = database.run_query(sql)
+        result = database.run_query(sql, timeout_s=deadline.cap(None))
     except UnsafeSQLError as error:
         return Execution(None, False, "unsafe", str(error), tuple(passed))
     except QueryTimeoutError as error:
@@ -63,12 +78,14 @@ def execute_candidate(database: Database, sql: str | None, *, explain: bool = Fa
 
 
 class CandidateGenerator:
-    """Writes and runs candidates for one question."""
+    """Writes and runs candidates for one question, within the ``deadline`` (none: no limit)."""
 
-    def __init__(self, llm: ChatModel, database: Database, options: Options) -> None:
+    def __init__(self, llm: ChatModel, database: Database, options: Options,
+                 deadline: Deadline | None = None) -> None:
         self.llm = llm
         self.database = database
         self.options = options
+        self.deadline = deadline or Deadline()
 
     def generate(
         self,
@@ -78,7 +95,8 @@ class CandidateGenerator:
         after_run: Callable[[CandidateRun], CandidateRun] | None = None,
     ) -> list[CandidateRun]:
         """Write, run and self-refine each candidate; ``after_run`` (e.g. verify-and-repair) may replace
-        each run once its refinement is over."""
+        each run once its refinement is over. When the time budget runs out, the runs so far (maybe
+        none) are returned and a note says where generation stopped."""
         prompt = generation_messages(self.database.profile, schema_text, question)
         runs: list[CandidateRun] = []
         seen: dict[str, CandidateRun] = {}
@@ -93,28 +111,30 @@ class CandidateGenerator:
             )
             try:
                 reply = call_model(self.llm, request, report)
+            except QuestionTimeoutError as error:
+                report.notes.append(f"generation stopped before candidate {index}: {error}")
+                break
             except LLMError as error:
                 if greedy:
                     raise
                 report.notes.append(f"candidate {index} was not generated: {error}")
                 continue
-            sql = extract_sql(reply.text)
-            candidate = Candidate(index=index, origin="greedy" if greedy else "sample", sql=sql or reply.text.strip())
-            run = self._run_with_refinement(candidate, sql, question, schema_text, report, seen)
+            candidate = Candidate(index=index, origin="greedy" if greedy else "sample", sql=_shown(reply))
+            run = self._run_with_refinement(candidate, reply, question, schema_text, report, seen)
             runs.append(after_run(run) if after_run else run)
         return runs
 
     def _run_with_refinement(
         self,
         candidate: Candidate,
-        sql: str | None,
+        reply: ChatResponse,
         question: str,
         schema_text: str,
         report: VerificationReport,
         seen: dict[str, CandidateRun],
     ) -> CandidateRun:
         for attempt in range(self.options.max_refinements + 1):
-            execution = self._execute_once(sql, seen)
+            execution = self._execute_once(reply, seen)
             candidate.status, candidate.error = execution.status, execution.error
             candidate.checks = list(execution.checks)
             if execution.status == "ok" or attempt == self.options.max_refinements:
@@ -127,16 +147,15 @@ class CandidateGenerator:
                                   seed=candidate.index, purpose="refine")
             try:
                 reply = call_model(self.llm, request, report)
-            except LLMError as error:
+            except (LLMError, QuestionTimeoutError) as error:
                 report.notes.append(f"candidate {candidate.index} could not be refined: {error}")
                 break
-            sql = extract_sql(reply.text)
-            if (sql or reply.text.strip()) == candidate.sql:
+            if _shown(reply) == candidate.sql:
                 # The same request would get the same answer again: no progress, stop asking.
                 candidate.attempts.pop()
                 report.notes.append(f"candidate {candidate.index}: the refinement repeated the failing SQL")
                 break
-            candidate.sql = sql or reply.text.strip()
+            candidate.sql = _shown(reply)
         run = CandidateRun(candidate, execution.result, execution.ordered)
         if execution.result is not None:
             candidate.row_count = execution.result.row_count
@@ -144,9 +163,18 @@ class CandidateGenerator:
             seen[candidate.sql] = run
         return run
 
-    def _execute_once(self, sql: str | None, seen: dict[str, CandidateRun]) -> Execution:
-        """Run ``sql``, reusing the result of an identical candidate that already ran."""
+    def _execute_once(self, reply: ChatResponse, seen: dict[str, CandidateRun]) -> Execution:
+        """Run the reply's SQL, reusing the result of an identical candidate that already ran; a reply cut
+        off inside its SQL is not run."""
+        sql = sql_of(reply)
+        if sql is None and reply.truncated:
+            return Execution(None, False, "error", CUT_OFF_ERROR.format(max_tokens=self.options.max_tokens))
         if sql is not None and sql in seen:
             earlier = seen[sql]
             return Execution(earlier.result, earlier.ordered, "ok", None, tuple(earlier.candidate.checks))
-        return execute_candidate(self.database, sql, explain=self.options.verify)
+        return execute_candidate(self.database, sql, explain=self.options.verify, deadline=self.deadline)
+
+
+def _shown(reply: ChatResponse) -> str:
+    """What the report shows as a reply's SQL: the SQL found in it (even if cut off), else the whole text."""
+    return extract_sql(reply.text) or reply.text.strip()

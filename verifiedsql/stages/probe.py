@@ -18,7 +18,8 @@ from sqlglot import exp
 
 from ..config import Options
 from ..database import Database
-from ..errors import LLMError, QueryError, QueryTimeoutError, UnsafeSQLError
+from ..deadline import Deadline
+from ..errors import LLMError, QueryError, QueryTimeoutError, QuestionTimeoutError, UnsafeSQLError
 from ..llm.base import ChatModel, ChatRequest
 from ..llm.prompts import probe_messages
 from ..profiles import DialectProfile
@@ -122,13 +123,16 @@ def example_probe(profile: DialectProfile, schema: Schema, question: str) -> str
 
 
 class Prober:
-    """Runs the probing loop for one question and records probes and findings in the report."""
+    """Runs the probing loop for one question, within the ``deadline`` (none: no limit), and records probes
+    and findings in the report."""
 
-    def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport) -> None:
+    def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport,
+                 deadline: Deadline | None = None) -> None:
         self.llm = llm
         self.database = database
         self.options = options
         self.report = report
+        self.deadline = deadline or Deadline()
         self._seen_values: set[str] = set()
         self._asked: set[str] = set()
 
@@ -145,6 +149,9 @@ class Prober:
                 reply = call_model(self.llm, request, self.report)
             except LLMError as error:
                 self.report.notes.append(f"probing stopped: the model could not be reached ({error})")
+                break
+            except QuestionTimeoutError as error:
+                self.report.notes.append(f"probing stopped: {error}")
                 break
             decision = parse_decision(reply.text)
             if decision is None:
@@ -172,7 +179,7 @@ class Prober:
         status, error, result = "ok", None, None
         try:
             sql = bound_probe(sql, self.database.profile)
-            result = self.database.run_query(sql, timeout_s=self.options.probe_timeout_s)
+            result = self.database.run_query(sql, timeout_s=self.deadline.cap(self.options.probe_timeout_s))
         except UnsafeSQLError as failure:
             status, error = "unsafe", str(failure)
         except QueryTimeoutError as failure:

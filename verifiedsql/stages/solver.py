@@ -34,10 +34,11 @@ from .calls import call_model
 from .dpc_data import Rows, SchemaSlice
 from .mdd_model import ColumnKind, column_kind
 
-__all__ = ["SolverOutcome", "slice_frames", "solve"]
+__all__ = ["INCIDENT", "SolverOutcome", "slice_frames", "solve"]
 
 NO_CODE = "the reply holds no ```python code block; reply with the complete code in one"
 NO_SANDBOX = "no sandbox: "
+INCIDENT = "sandbox incident"  # an error that begins "sandbox incident (<kind>): " hit a jail limit
 
 _DTYPES: dict[ColumnKind, str] = {"int": "Int64", "float": "float64", "bool": "boolean",
                                   "text": "object", "date": "object", "timestamp": "object", "time": "object"}
@@ -107,7 +108,8 @@ def _no_sandbox(sandbox: Sandbox) -> str | None:
 
 
 def _run(sandbox: Sandbox, code: str, frames: dict[str, pd.DataFrame], outcome: SolverOutcome) -> str | None:
-    """One sandboxed run: sets ``outcome.result`` (or ``skipped``); returns the error to feed back, if any."""
+    """One sandboxed run: sets ``outcome.result`` (or ``skipped``); returns the error to feed back, if any,
+    labelled with the incident when the jail stopped the code (time, CPU, memory, file size, output)."""
     try:
         run = sandbox.run_pandas(code, frames)
     except SandboxUnavailableError as error:
@@ -119,7 +121,14 @@ def _run(sandbox: Sandbox, code: str, frames: dict[str, pd.DataFrame], outcome: 
     if run.ok:
         outcome.result = ResultSet(tuple(run.columns), tuple(tuple(row) for row in run.rows))
         return None
-    return run.error or "the code failed without an error message"
+    error = run.error or "the code failed without an error message"
+    return f"{INCIDENT} ({run.incident}): {error}" if run.incident else error
+
+
+def _headline(error: str) -> str:
+    """One line of a failed run for the report: the incident, else the traceback's last line."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()] or [error]
+    return (lines[0] if error.startswith(INCIDENT) else lines[-1])[:300]
 
 
 def solve(
@@ -144,6 +153,7 @@ def solve(
     frames = {name: frame for name, (frame, _) in typed.items()}
     first = _prompt(slice_, typed, question)
     prompt: tuple[Message, ...] = first
+    previous: str | None = None  # the code of the reply before
     for _ in range(corrections + 1):
         request = ChatRequest(messages=prompt, temperature=0.0, max_tokens=max_tokens, seed=seed, purpose="solver")
         try:
@@ -153,10 +163,16 @@ def solve(
             break
         outcome.attempts += 1
         code = extract_python(reply)
+        if code is not None and code == previous:
+            outcome.errors.append("the correction repeated the failing code")  # no progress: stop asking
+            break
+        previous = code
         outcome.code = code or outcome.code
         failure = _run(sandbox, code, frames, outcome) if code else NO_CODE
         if failure is None:
             break
         outcome.errors.append(failure)
+        if code:
+            report.notes.append(f"dpc: solver try {outcome.attempts} failed in the sandbox: {_headline(failure)}")
         prompt = follow_up(first, reply, solver_retry_feedback(failure))
     return outcome

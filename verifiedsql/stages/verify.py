@@ -10,14 +10,15 @@ from dataclasses import dataclass
 
 from ..config import Options
 from ..database import Database
-from ..errors import LLMError, UnsafeSQLError
+from ..deadline import Deadline
+from ..errors import LLMError, QuestionTimeoutError, UnsafeSQLError
 from ..llm.base import ChatModel, ChatRequest
-from ..llm.prompts import extract_sql, repair_messages
+from ..llm.prompts import repair_messages
 from ..report import Repair, VerificationReport
 from ..results import ResultSet
 from .calls import call_model
 from .constraints import Constraint, ConstraintType, check_constraints
-from .generate import CandidateRun, execute_candidate
+from .generate import CandidateRun, execute_candidate, sql_of
 
 EMPTY_NOTE = "candidate {index} returned no rows"
 EMPTY_PROBLEM = "the query returns no rows, but the question asks for rows: check filter values and joins"
@@ -41,10 +42,12 @@ class _Version:
 
 
 class Verifier:
-    """Checks and repairs the candidates of one question; ``verify`` is the generator's after-run hook."""
+    """Checks and repairs the candidates of one question, within the ``deadline`` (none: no limit);
+    ``verify`` is the generator's after-run hook."""
 
     def __init__(self, llm: ChatModel, database: Database, options: Options, question: str,
-                 schema_text: str, constraints: Sequence[Constraint], report: VerificationReport) -> None:
+                 schema_text: str, constraints: Sequence[Constraint], report: VerificationReport,
+                 deadline: Deadline | None = None) -> None:
         self.llm = llm
         self.database = database
         self.options = options
@@ -53,6 +56,7 @@ class Verifier:
         self.constraints = list(constraints)
         self.report = report
         self.rows_expected = implies_rows(question, constraints)
+        self.deadline = deadline or Deadline()
 
     def problems(self, sql: str, result: ResultSet) -> list[str]:
         """What ``sql`` (which ran and gave ``result``) fails to do."""
@@ -79,7 +83,7 @@ class Verifier:
             sql = self._repair(candidate.index, current_sql, current_problems)
             if sql is None or sql == current_sql:
                 break
-            execution = execute_candidate(self.database, sql, explain=True)
+            execution = execute_candidate(self.database, sql, explain=True, deadline=self.deadline)
             if execution.result is None:
                 current_problems = [f"the query failed: {execution.error}"]
                 candidate.repairs.append(Repair(sql, execution.status, execution.error, current_problems))
@@ -99,13 +103,13 @@ class Verifier:
         return CandidateRun(candidate, best.result, best.ordered)
 
     def _repair(self, index: int, sql: str, problems: list[str]) -> str | None:
-        """The model's repaired SQL, or None when it gave none (or could not be reached)."""
+        """The model's repaired SQL, or None when it gave none (or could not be reached in time)."""
         messages = repair_messages(self.database.profile, self.schema_text, self.question, sql, problems)
         request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
                               seed=index, purpose="repair")
         try:
             reply = call_model(self.llm, request, self.report)
-        except LLMError as error:
+        except (LLMError, QuestionTimeoutError) as error:
             self.report.notes.append(f"candidate {index} could not be repaired: {error}")
             return None
-        return extract_sql(reply.text)
+        return sql_of(reply)
