@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from verifiedsql.llm import OpenAIChatModel
 
@@ -28,6 +29,11 @@ def completion(text: str = "SELECT 1", usage: bool = True) -> dict[str, Any]:
     if usage:
         body["usage"] = {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}
     return body
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # socketserver's default backlog of 5 resets connections of many concurrent clients
 
 
 class FakeServer:
@@ -66,8 +72,7 @@ class FakeServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
         threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()
 

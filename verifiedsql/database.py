@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
 from .config import Options
-from .errors import ConfigurationError, QueryError
+from .errors import ConfigurationError, QueryError, QueryTimeoutError
 from .profiles import DialectProfile, profile_for
 from .readonly import STRATEGIES, Strategy
 from .results import ResultSet
@@ -78,7 +78,13 @@ class Database:
         if caller is not None and isinstance(self.engine.pool, SHARED_POOLS):
             yield caller
             return
-        with self.engine.connect() as conn:
+        try:
+            conn = self.engine.connect()
+        except sa.exc.DBAPIError as error:  # the server is down or unreachable
+            raise QueryError(
+                f"cannot connect to the database: {error.orig}; check that the server is running and reachable."
+            ) from error
+        with conn:
             yield conn
 
     # ---------------------------------------------------------------------------------- execution
@@ -113,6 +119,9 @@ class Database:
         with self._strategy(raw, sql, self.profile, timeout_s) as cursor:
             columns = tuple(str(d[0]) for d in cursor.description or ())
             rows = cursor.fetchmany(cap + 1)
+        if any(len(row) != len(columns) for row in rows):
+            raise QueryError(f"the driver returned rows that do not match the {len(columns)} result columns; "
+                             "name every selected column uniquely (e.g. avoid a.*, b.* with shared names).")
         return ResultSet(columns, tuple(tuple(row) for row in rows[:cap]), truncated=len(rows) > cap)
 
     # --------------------------------------------------------------------------------- reflection
@@ -231,7 +240,7 @@ class Database:
         try:
             check_query(sql, self.profile)
             result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS, self._timeout(None))
-        except QueryError:  # no samples for this table, not a failure
+        except (QueryError, QueryTimeoutError):  # no samples for this table, not a failure
             return columns
         positions = _column_positions(result.columns, [c.name for c in columns])
         cells = list(zip(*result.rows)) if result.rows else []

@@ -89,6 +89,8 @@ def looks_like_sql(text: str, profile: DialectProfile) -> bool:
     if not statements:
         return False
     for statement in statements:
+        if isinstance(statement, (exp.Condition, exp.Alias)) and not isinstance(statement, exp.Query):
+            return False  # a bare expression (a word, a CJK sentence, a control character) is no statement
         if isinstance(statement, exp.Command):
             word = str(statement.this).lower()
             short = len(text.split()) <= 3 and "?" not in text

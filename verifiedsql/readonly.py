@@ -51,7 +51,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, ContextManager, Iterator
 
-from .errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError
+from .errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError, VerifiedSQLError
 from .profiles import DialectProfile
 from .safety import check_query, is_file_path
 
@@ -297,10 +297,11 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
         raise _query_error(error) from error
     finally:
         cursor.close()
-        if raw.autocommit:
-            raw.execute("ROLLBACK")
-        else:
-            raw.rollback()
+        if not raw.broken:  # a lost connection has nothing to roll back (and would hide the error)
+            if raw.autocommit:
+                raw.execute("ROLLBACK")
+            else:
+                raw.rollback()
 
 
 # ------------------------------------------------------------------------------------------ snowflake
@@ -360,6 +361,10 @@ def snowflake(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
     except SnowflakeError as error:
         if getattr(error, "errno", None) in _SNOWFLAKE_TIMEOUT_ERRNOS:
             raise _timeout_error(timeout_s) from error
+        raise _query_error(error) from error
+    except VerifiedSQLError:
+        raise
+    except Exception as error:  # a connector or emulator bug is still a failed query, not a crash
         raise _query_error(error) from error
 
 

@@ -47,8 +47,9 @@ def _construct(node: exp.Expression) -> str:
 
 
 def _function_name(node: exp.Expression) -> str | None:
-    if isinstance(node, exp.Anonymous):
-        return str(node.this).lower()
+    if isinstance(node, exp.Anonymous):  # unquoted, so that "pg_sleep"(5) is still pg_sleep
+        this = node.this
+        return (this.name if isinstance(this, exp.Identifier) else str(this)).lower()
     if isinstance(node, exp.Func):
         return node.sql_name().lower()
     return None

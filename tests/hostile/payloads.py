@@ -125,6 +125,8 @@ PAYLOADS: tuple[Payload, ...] = (
        inert_on=("duckdb", "postgresql", "snowflake")),
     _P("nested-comment", "hidden", ALL, "SELECT 1 AS one /* /* nested */ ; DROP TABLE orders */",
        inert_on=("duckdb", "postgresql")),
+    # A probe's LIMIT is added by re-rendering the SQL, which turns the -- comment into /* ... */.
+    _P("comment-rewrite-breakout", "hidden", ALL, "SELECT 1 AS one -- */ ; DROP TABLE orders; /*", inert_on=DIALECTS),
     _P("e-string-escape", "hidden", PG, "SELECT E'\\''; DROP TABLE orders; --' AS s"),
     # ----------------------------------------------------------------------------------- quoted name
     _P("quoted-pg-sleep", "quoted name", PG, 'SELECT "pg_sleep"(5)'),
@@ -197,7 +199,10 @@ PAYLOADS: tuple[Payload, ...] = (
        "EXECUTE IMMEDIATE $$ BEGIN DELETE FROM orders; END; $$"),
     # -------------------------------------------------------------------------------------- resource
     _P("cartesian-count", "resource", NOT_SNOW, f"SELECT COUNT(*) FROM {CARTESIAN_8}"),
-    _P("cartesian-rows", "resource", ALL, "SELECT * FROM orders a, orders b, customers c, orders d"),
+    _P("cartesian-pairs", "resource", ALL,
+       "SELECT a.id AS first_id, b.id AS second_id, a.amount * b.amount AS product FROM orders a CROSS JOIN orders b"),
+    # Not on fakesnow: it returns short rows for repeated column names (Database raises QueryError).
+    _P("cartesian-rows", "resource", NOT_SNOW, "SELECT * FROM orders a, orders b, customers c, orders d"),
     _P("cartesian-sort", "resource", NOT_SNOW,
        "SELECT a.id FROM orders a, orders b, orders c, orders d, orders e ORDER BY random()"),
     _P("recursive-count", "resource", NOT_SNOW,

@@ -54,6 +54,8 @@ def select_majority(runs: list[CandidateRun], clusters: list[Cluster]) -> Select
     members = [by_index[i] for i in winner.members]
     representative = min(members, key=lambda r: (len(r.candidate.sql), r.candidate.index))
     total = len(runs)
+    if total == 1:
+        return Selection(winner, representative, "unverified", "a single candidate: nothing to compare it with")
     if len(clusters) == 1 and len(winner.members) == total and total > 1:
         confidence: Confidence = "unanimous"
         reason = f"all {total} candidates agree"
@@ -63,5 +65,5 @@ def select_majority(runs: list[CandidateRun], clusters: list[Cluster]) -> Select
     else:
         confidence = "unverified"
         how = "a tie broken by the greedy candidate" if len(tied) > 1 else "no majority"
-        reason = f"{len(winner.members)} of {total} candidates agree ({how})" if total > 1 else "a single candidate"
+        reason = f"{len(winner.members)} of {total} candidates agree ({how})"
     return Selection(winner, representative, confidence, reason)

@@ -118,6 +118,8 @@ class CandidateGenerator:
                 if greedy:
                     raise
                 report.notes.append(f"candidate {index} was not generated: {error}")
+                # Kept as a failed run, so the selection still counts it: agreement among the rest is no majority.
+                runs.append(CandidateRun(Candidate(index, "sample", "", "error", f"not generated: {error}")))
                 continue
             candidate = Candidate(index=index, origin="greedy" if greedy else "sample", sql=_shown(reply))
             run = self._run_with_refinement(candidate, reply, question, schema_text, report, seen)
