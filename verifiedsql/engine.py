@@ -18,7 +18,7 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
 from .config import Options
-from .errors import NotConfiguredError
+from .errors import ConfigurationError, NotConfiguredError
 from .llm.base import ChatModel
 from .pipeline import Answer
 from .report import VerificationReport
@@ -85,10 +85,30 @@ def _options_from(value: Any) -> Options:
     return Options.build(dict(value or {}))
 
 
+def _refuse_asyncio(url: sa.URL, dialect: Any = None) -> None:
+    """A typed error for an asyncio driver (``sqlite+aiosqlite``, ``postgresql+psycopg_async``, any URL
+    behind ``create_async_engine``): the pipeline calls the driver synchronously, which would fail later
+    with ``MissingGreenlet`` or never-awaited coroutines. ``dialect``: the engine's, once there is one."""
+    if dialect is None:
+        try:
+            dialect = url.get_dialect()
+        except (sa.exc.ArgumentError, ImportError):
+            return  # an unknown dialect or driver: SQLAlchemy reports it itself
+    if getattr(dialect, "is_async", False):
+        raise ConfigurationError(
+            f"verifiedsql needs a synchronous SQLAlchemy engine, and {url.drivername!r} runs here on the asyncio "
+            f"driver {getattr(dialect, 'driver', '?')!r} (asyncio URLs and create_async_engine are not supported). "
+            "Use the synchronous driver of the same database (sqlite://, postgresql+psycopg://) with "
+            "verifiedsql.create_engine; from async code, ask in a worker thread with asyncio.to_thread."
+        )
+
+
 class VerifiedPlugin(CreateEnginePlugin):
-    """Registered as the ``verifiedsql`` plugin; takes its options from ``verifiedsql={...}``."""
+    """Registered as the ``verifiedsql`` plugin; takes its options from ``verifiedsql={...}``.
+    Refuses asyncio drivers (``ConfigurationError``)."""
 
     def __init__(self, url: sa.URL, kwargs: dict[str, Any]) -> None:
+        _refuse_asyncio(url)
         super().__init__(url, kwargs)
         self.options = _options_from(kwargs.pop("verifiedsql", None))
         self.llm: ChatModel | None = kwargs.pop("verifiedsql_llm", None)
@@ -97,7 +117,10 @@ class VerifiedPlugin(CreateEnginePlugin):
         return url
 
     def engine_created(self, engine: sa.Engine) -> None:
-        setattr(engine.dialect, STATE_ATTRIBUTE, VerifiedState(self.options, self.llm))
+        _refuse_asyncio(engine.url, engine.dialect)  # create_async_engine("postgresql+psycopg://...")
+        state = VerifiedState(self.options, self.llm)
+        setattr(engine.dialect, STATE_ATTRIBUTE, state)
+        sa.event.listen(engine, "engine_disposed", lambda _engine: state.close())
 
 
 plugins.register(PLUGIN_NAME, __name__, "VerifiedPlugin")

@@ -24,6 +24,7 @@ class VerifiedState:
     def __init__(self, options: Options, llm: ChatModel | None = None) -> None:
         self.options = options
         self._llm = llm
+        self._owns_llm = llm is None  # a model the caller passed in is the caller's to close
         self._databases: dict[int, Database] = {}
         self._lock = threading.Lock()
 
@@ -33,6 +34,15 @@ class VerifiedState:
             if self._llm is None:
                 self._llm = chat_model_for(self.options)
             return self._llm
+
+    def close(self) -> None:
+        """Release the model client this state created (e.g. the record/replay cache file); a later
+        question creates a new one. Called when the engine is disposed."""
+        with self._lock:
+            llm, self._llm = (self._llm, None) if self._owns_llm else (None, self._llm)
+        close = getattr(llm, "close", None)
+        if callable(close):
+            close()
 
     def database(self, engine: sa.Engine) -> Database:
         key = id(getattr(engine, "_proxied", engine))

@@ -1,15 +1,45 @@
 """What the test process holds on the host (descendant processes, open file descriptors, Python threads,
-verifiedsql's temporary files), so that a test can show that hostile work left nothing behind."""
+temporary files and directories), so that a test can show that hostile work left nothing behind.
+
+Temporary paths are those ``tempfile.mkdtemp``/``mkstemp`` made in this process while the
+``record_temp_paths`` fixture is active (import it into the test module): a glob of the shared temp
+directory would also see other processes' files.
+"""
 
 from __future__ import annotations
 
+import functools
 import gc
-import glob
 import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+_MADE: list[str] = []  # every temporary path made in this process while record_temp_paths is active
+
+
+def _recorded(make: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(make)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        made = make(*args, **kwargs)
+        _MADE.append(made if isinstance(made, str) else made[1])  # mkstemp: (fd, path)
+        return made
+
+    return wrapper
+
+
+@pytest.fixture
+def record_temp_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Record the paths ``tempfile.mkdtemp`` and ``tempfile.mkstemp`` make (``HostState.temp_files``)."""
+    monkeypatch.setattr(tempfile, "mkdtemp", _recorded(tempfile.mkdtemp))
+    monkeypatch.setattr(tempfile, "mkstemp", _recorded(tempfile.mkstemp))
+    yield
+    _MADE.clear()
 
 
 def descendants(pid: int | None = None) -> set[int]:
@@ -25,7 +55,8 @@ def descendants(pid: int | None = None) -> set[int]:
             continue
         if fields[0] not in (b"Z", b"X"):
             parents[int(entry)] = int(fields[1])
-    found, frontier = set(), {os.getpid() if pid is None else pid}
+    found: set[int] = set()
+    frontier = {os.getpid() if pid is None else pid}
     while frontier:
         frontier = {child for child, parent in parents.items() if parent in frontier} - found
         found |= frontier
@@ -39,11 +70,11 @@ class HostState:
     processes: frozenset[int]
     fds: frozenset[str]  # "fd -> target"
     threads: frozenset[int]
-    temp_files: frozenset[str]
+    temp_files: frozenset[str]  # recorded temporary paths that still exist
 
     @classmethod
     def now(cls) -> HostState:
-        gc.collect()  # closed-but-unreferenced connections and pipes go now, not at some later collection
+        """A snapshot; what only garbage holds still counts (``settled`` collects it first)."""
         fds = set()
         for fd in os.listdir("/proc/self/fd"):
             try:
@@ -51,7 +82,7 @@ class HostState:
             except OSError:
                 pass  # the fd listdir itself used
         return cls(frozenset(descendants()), frozenset(fds), frozenset(t.ident or 0 for t in threading.enumerate()),
-                   frozenset(glob.glob(os.path.join(tempfile.gettempdir(), "verifiedsql-*"))))
+                   frozenset(path for path in list(_MADE) if os.path.exists(path)))
 
     def leaks(self, later: HostState) -> list[str]:
         """What ``later`` holds that this snapshot did not (an empty list: nothing leaked)."""
@@ -67,6 +98,7 @@ def settled(before: HostState, patience_s: float = 10.0) -> list[str]:
     ``patience_s`` to finish; an empty list when nothing leaked."""
     deadline = time.monotonic() + patience_s
     while True:
+        gc.collect()  # unreferenced connections and pipes close now, not at some later collection
         found = before.leaks(HostState.now())
         if not found or time.monotonic() > deadline:
             return found

@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from backends import checksum, load_shop
 from fake_openai import FakeServer, Reply, completion
 from fakes import ScriptedChatModel, fenced
-from host_state import HostState, settled
+from host_state import HostState, record_temp_paths, settled  # noqa: F401  (record_temp_paths: a fixture)
 from test_dpc import ALL_ROWS, SPLIT
 from test_dpc import QUESTION as DPC_QUESTION
 from test_sandbox import REPO, SMALL, Host, host  # noqa: F401  (host: test_sandbox's fixture, used by world)
@@ -50,25 +50,25 @@ HOST_OPEN, HOST_DUMPS = builtins.open, json.dumps
 
 @dataclass
 class World:
-    """The host around the jail: test_sandbox's ``Host`` (a listener on 127.0.0.1, a secret file in the
-    host's temp dir, a marker name to write), the model server the solver talks to, a host process to kill,
-    and the host's OPENAI_API_KEY (the same secret)."""
+    """The host around the jail: test_sandbox's ``Host`` (a listener on 127.0.0.1, a secret, a marker name
+    to write), the model server the solver talks to, a host process to kill, and the host's OPENAI_API_KEY
+    (the same secret)."""
 
     host: Host
     fake: FakeServer
     sleeper: subprocess.Popen[bytes]
 
     def fill(self, code: str) -> str:
-        """``code`` with $marker, $port, $fake_port, $fake_url, $sentinel, $sleeper, $pid, $repo filled in."""
+        """``code`` with $marker, $port, $fake_port, $fake_url, $sleeper, $pid and $repo filled in."""
         return string.Template(code).substitute(
             marker=self.host.marker, port=self.host.port, fake_port=self.fake.httpd.server_port,
-            fake_url=self.fake.url, sentinel=self.host.sentinel, sleeper=self.sleeper.pid, pid=os.getpid(),
-            repo=REPO)
+            fake_url=self.fake.url, sleeper=self.sleeper.pid, pid=os.getpid(), repo=REPO)
 
 
 @pytest.fixture
 def world(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     """The host, checked after the attempt: nothing signalled, connected, written or left behind."""
+    request.getfixturevalue("record_temp_paths")  # first, so that it is torn down last
     h: Host = request.getfixturevalue("host")  # its teardown checks the marker paths (/tmp, repo, /usr, ...)
     monkeypatch.setenv("OPENAI_API_KEY", h.secret)
     fake, sleeper = FakeServer(), subprocess.Popen(["sleep", "300"])
@@ -168,13 +168,10 @@ ATTACKS = [
     Attack("read /etc/passwd", "result = open('/etc/passwd').read()", raised(*FILE_ERRORS)),
     Attack("read ~/.ssh/id_rsa", "import os\nresult = open(os.path.expanduser('~/.ssh/id_rsa')).read()",
            raised(*FILE_ERRORS)),
-    Attack("read a dotfile in the host's home", f"result = open({str(Path.home() / '.bashrc')!r}).read()",
-           raised(*FILE_ERRORS)),
     Attack("read /proc/1/environ", "result = open('/proc/1/environ', 'rb').read()", raised(*FILE_ERRORS)),
     Attack("read the host test process's environ", "result = open('/proc/$pid/environ').read()",
            raised(*FILE_ERRORS)),
     Attack("read a repository file", "result = open('$repo/pyproject.toml').read()", raised(*FILE_ERRORS)),
-    Attack("read a secret file in the host's temp dir", "result = open('$sentinel').read()", raised(*FILE_ERRORS)),
     Attack("read OPENAI_API_KEY and the whole environment",
            "import os\nresult = repr(sorted(os.environ.items())) + open('/proc/self/environ').read()",
            returned(lambda v: "OPENAI_API_KEY" not in v and "HOME" in v, "the jail's environment is its own")),
@@ -186,11 +183,8 @@ ATTACKS = [
     Attack("HTTP POST to the model server with urllib",
            "import urllib.request\nresult = urllib.request.urlopen('$fake_url/chat/completions', b'{}', 2).read()",
            raised("URLError")),
-    Attack("connect to a host listener", "import socket\nresult = str(socket.create_connection(('127.0.0.1', $port), 2))",
-           raised("ConnectionRefusedError")),
     Attack("HTTP to an outside address", "import urllib.request\nresult = urllib.request.urlopen('http://1.1.1.1/', "
            "timeout=2).read()", raised("URLError")),
-    Attack("DNS lookup", "import socket\nresult = str(socket.getaddrinfo('pypi.org', 443))", raised("gaierror")),
     # processes and resources
     Attack("subprocess reads /etc/shadow",
            "import subprocess\nresult = subprocess.run(['cat', '/etc/shadow'], capture_output=True, check=True).stdout",
@@ -205,7 +199,6 @@ ATTACKS = [
            incident("cpu", "timeout"), {"max_processes": 4, "cpu_seconds": 1, "wall_seconds": 3.0}),
     Attack("memory bomb", "x = bytearray(8 * 1024 ** 3)\nresult = len(x)", incident("memory")),
     Attack("endless loop", "while True:\n    pass", incident("cpu"), {"cpu_seconds": 1}),
-    Attack("endless sleep", "import time\ntime.sleep(3600)", incident("timeout"), {"wall_seconds": 2.5}),
     Attack("print a gigabyte", "import sys\nchunk = 'x' * 2 ** 20\nfor _ in range(1024):\n    sys.stdout.write(chunk)",
            incident("output")),
     Attack("a result far over the size limit", "result = pd.DataFrame({'x': range(400_000)})", incident("output")),
@@ -216,8 +209,6 @@ ATTACKS = [
     Attack("write into the repository", "result = open('$repo/$marker', 'w').write('x')", raised(*WRITE_ERRORS)),
     Attack("plant a .pth hook in the venv",
            f"result = open('{SITE_PACKAGES}/$marker.pth', 'w').write('import os')", raised(*WRITE_ERRORS)),
-    Attack("overwrite the input tables", "import glob\nresult = open(glob.glob('/sandbox/in/*.pkl')[0], 'wb').write(b'x')",
-           raised(*WRITE_ERRORS)),
     # the interpreter
     Attack("poke sys.modules and __builtins__",
            "import builtins, sys\nsys.modules['json'].dumps = lambda *a, **k: 'forged'\n"
@@ -226,8 +217,6 @@ ATTACKS = [
     Attack("kill the parent", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nresult = 1",
            raised("PermissionError")),
     Attack("kill a host process by its pid", "import os, signal\nos.kill($sleeper, signal.SIGKILL)\nresult = 1",
-           raised("ProcessLookupError")),
-    Attack("kill every process it may", "import os, signal\nos.kill(-1, signal.SIGKILL)\nresult = 1",
            raised("ProcessLookupError")),
     # the result channel
     Attack("cells that unpickle to os.system", EVIL + "result = pd.DataFrame({'x': [Evil()]})",
@@ -285,9 +274,8 @@ def test_an_incident_is_fed_back_to_the_model(world: World) -> None:
     assert outcome.attempts == 2 and outcome.errors[0].startswith(f"{INCIDENT} (memory): ")
     retry = world.fake.requests[1]["messages"][-1]["content"]
     assert "memory limit" in retry and "MemoryError" in retry
-    assert report.notes == ["dpc: solver try 1 failed in the sandbox: "
-                            f"{INCIDENT} (memory): the code exceeded the {SMALL['memory_mb']} MB memory limit "
-                            "(MemoryError)"]
+    limit = f"the code exceeded the {SMALL['memory_mb']} MB memory limit (MemoryError)"
+    assert report.notes == [f"dpc: solver try 1 failed in the sandbox: {INCIDENT} (memory): {limit}"]
 
 
 PUBLIC = {
@@ -296,8 +284,6 @@ PUBLIC = {
         "FileNotFoundError"),
     "connect to a host listener": ("import socket\nresult = str(socket.create_connection(('127.0.0.1', $port), 2))",
                                    "ConnectionRefusedError"),
-    "kill the parent": ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nresult = 1", "PermissionError"),
-    "memory bomb": ("x = bytearray(8 * 1024 ** 3)\nresult = len(x)", f"{INCIDENT} (memory)"),
     "endless loop": ("while True:\n    pass", f"{INCIDENT} (cpu)"),
 }
 
@@ -322,7 +308,7 @@ def test_the_public_api_falls_back_to_the_champion(label: str, world: World, tmp
     verified = verifiedsql.create_engine(engine.url, llm=ScriptedChatModel(script), candidates=len(SPLIT), dpc=True)
     with verified.connect() as conn:
         result = conn.execute(verifiedsql.ask(DPC_QUESTION))
-        rows, report = result.all(), result.verification
+        rows, report = result.all(), result.verification  # type: ignore[attr-defined]
     verified.dispose()
     assert rows == [(10,)] and report.sql == ALL_ROWS and report.confidence == "majority"
     assert report.dpc is not None and report.dpc.status == "fallback" and report.dpc.solver_attempts == 4

@@ -121,8 +121,8 @@ def _run(sandbox: Sandbox, code: str, frames: dict[str, pd.DataFrame], outcome: 
     if run.ok:
         outcome.result = ResultSet(tuple(run.columns), tuple(tuple(row) for row in run.rows))
         return None
-    error = run.error or "the code failed without an error message"
-    return f"{INCIDENT} ({run.incident}): {error}" if run.incident else error
+    failure = run.error or "the code failed without an error message"
+    return f"{INCIDENT} ({run.incident}): {failure}" if run.incident else failure
 
 
 def _headline(error: str) -> str:
