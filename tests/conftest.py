@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from backends import DIALECTS, load_shop, make_engine
+from fake_openai import FakeServer
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -74,3 +75,12 @@ def engine_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator:
 def shop_engine(request: pytest.FixtureRequest, engine_factory) -> sa.Engine:
     """An engine per dialect with ``customers`` and ``orders`` loaded (see ``backends.load_shop``)."""
     return load_shop(engine_factory(request.param))
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    """A scripted OpenAI-compatible server on 127.0.0.1 for one test."""
+    fake = FakeServer()
+    yield fake
+    fake.httpd.shutdown()
+    fake.httpd.server_close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,14 +11,6 @@ from fake_openai import FakeServer, Reply, completion
 from verifiedsql.errors import LLMError
 from verifiedsql.llm import ChatRequest, OpenAIChatModel, messages
 from verifiedsql.llm.local import free_port
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    fake = FakeServer()
-    yield fake
-    fake.httpd.shutdown()
-    fake.httpd.server_close()
 
 
 REQUEST = ChatRequest(messages=messages("You write SQL.", "How many users?"))

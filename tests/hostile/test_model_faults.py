@@ -6,7 +6,7 @@ budget (``question_timeout_s``) is measured against a slow server."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,14 +32,6 @@ def shop_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("faults") / "shop.sqlite"
     load_shop(sa.create_engine(f"sqlite:///{path}")).dispose()
     return f"sqlite:///{path}"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    fake = FakeServer()
-    yield fake
-    fake.httpd.shutdown()
-    fake.httpd.server_close()
 
 
 def engine_for(url: str, server: FakeServer, **options: Any) -> sa.Engine:
