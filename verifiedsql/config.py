@@ -80,6 +80,8 @@ class Options:
     dpc_margin: float = 0.0  # the challenger must beat the champion's score by more than this
     dpc_votes: int = 1  # solver attempts (seeds) that vote
     mdd_max_rows: int = 30  # rows per table of a distinguishing database
+    compress_schema: bool = False  # group sharded tables; over the budget, trim samples and link tables
+    prompt_budget_tokens: int = 6_000  # estimated tokens (chars/4) of the schema text when compress_schema is on
 
     def __post_init__(self) -> None:
         if self.cache_mode not in ("off", "readwrite", "replay"):
@@ -98,6 +100,8 @@ class Options:
             raise ConfigurationError("dpc_votes and mdd_max_rows must be at least 1.")
         if self.probe_timeout_s <= 0 or self.question_timeout_s <= 0:
             raise ConfigurationError("probe_timeout_s and question_timeout_s must be positive.")
+        if self.prompt_budget_tokens < 1:
+            raise ConfigurationError("prompt_budget_tokens must be positive.")
 
     @classmethod
     def build(cls, values: Mapping[str, Any] | None = None) -> Options:

@@ -18,6 +18,7 @@ from .report import VerificationReport
 from .results import ResultSet
 from .schema import render_schema
 from .stages.cluster import Selection, cluster_runs, select_majority
+from .stages.compress import compress_schema
 from .stages.constraints import extract_constraints
 from .stages.dpc import DualParadigmSelector
 from .stages.generate import CandidateGenerator
@@ -70,8 +71,8 @@ def _timed(report: VerificationReport, stage: str, deadline: Deadline | None = N
 
 
 class Pipeline:
-    """Context -> [ground values] -> [probe] -> generate (self-refinement, [verify and repair]) -> cluster
-    and select -> [dual-paradigm test] -> answer. Bracketed stages run only when their option is on.
+    """Context [compressed] -> [ground values] -> [probe] -> generate (self-refinement, [verify and repair])
+    -> cluster and select -> [dual-paradigm test] -> answer. Bracketed stages run only when their option is on.
 
     The whole question runs within ``question_timeout_s``: every model call's timeout is capped by the time
     left, and the stages stop when it is gone. The answer is then the best candidate that ran, reported
@@ -101,7 +102,11 @@ class Pipeline:
                     f"found no tables in {where} of {self.database.engine.url.render_as_string()}; check "
                     "the URL (a new SQLite path is an empty database) or pass schema=<name>."
                 )
-            schema_text = render_schema(schema)
+            if self.options.compress_schema:
+                compressed = compress_schema(schema, text, self.options.prompt_budget_tokens, llm, report)
+                schema_text, report.schema_compression = compressed.text, compressed.figures()
+            else:
+                schema_text = render_schema(schema)
         if self.options.ground_values:
             with _timed(report, "ground", deadline):
                 report.value_matches = ground_values(self.database, schema, text)

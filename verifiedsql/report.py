@@ -145,6 +145,8 @@ class VerificationReport:
     probes: list[Probe] = field(default_factory=list)  # model probes, in order (probe)
     findings: Findings = field(default_factory=Findings)
     dpc: DualParadigmTest | None = None  # dual-paradigm selection (dpc)
+    # compress_schema: tokens_before, tokens_after, ratio (before/after), groups, tables_kept, tables_total, steps
+    schema_compression: dict[str, Any] | None = None
 
     @property
     def verified(self) -> bool:
@@ -190,6 +192,10 @@ class VerificationReport:
         lines.extend(f"constraint: {c}" for c in self.constraints)
         if self.dpc is not None:
             lines.append(f"dpc: {self.dpc.status} ({self.dpc.reason})")
+        if self.schema_compression is not None:
+            s = self.schema_compression
+            lines.append(f"schema: {s['tokens_before']} -> {s['tokens_after']} tokens ({s['ratio']}x smaller), "
+                         f"{s['tables_kept']}/{s['tables_total']} tables kept; {', '.join(s['steps'])}")
         repairs = sum(len(c.repairs) for c in self.candidates)
         if repairs:
             lines.append(f"repairs: {repairs}")

@@ -21,6 +21,8 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "+probe+verify": {"candidates": 5, "probe": True, "verify": True},
     # Same candidates as self-consistency; adds slicing, MDD and solver calls when candidates disagree.
     "+dpc": {"candidates": 5, "dpc": True},
+    # Same candidate requests as self-consistency when no tables group and the schema fits the budget.
+    "+compress": {"candidates": 5, "compress_schema": True},
 }
 
 REFERENCE = "self-consistency"  # the baseline of "gap closed"

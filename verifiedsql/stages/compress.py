@@ -1,0 +1,156 @@
+"""Database information compression (after ReFoRCE, section 3.2.1): the schema text of the prompts,
+within a token budget.
+
+Each step runs only while the text is still over ``budget_tokens``:
+
+1. grouping (always): sharded or copied tables are shown once, the others by name (``grouping``);
+2. sample values trimmed: one fewer per column at a time, then none;
+3. table-level linking (``linking``): groups ranked by lexical overlap with the question, with the
+   foreign-key neighbours of the best right after them; only when no group scores above zero, and a
+   model is given, the model's Y/N per group ranks instead. The best groups that fit are kept, shown in
+   schema order, and samples come back for them as far as the budget allows.
+
+A table the question names literally is never dropped, even when that leaves the text over budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..llm.base import ChatModel
+from ..report import VerificationReport
+from ..schema import Schema, render_schema
+from .grouping import TableGroup, group_tables, render_group, sample_depth
+from .linking import lexical_scores, link_order, model_votes, named_groups, neighbours
+
+__all__ = ["CompressedSchema", "TableGroup", "compress_schema", "estimate_tokens", "group_tables"]
+
+MAX_LINK_CALLS = 40  # Y/N model calls per question at most (the first groups in schema order)
+SEPARATOR = "\n\n"
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of ``text``, estimated as one per four characters, rounded up: the usual rule of thumb for
+    BPE tokenizers on English and code. DDL full of digits and underscores tokenizes somewhat denser, so
+    a budget is approximate; no tokenizer is loaded."""
+    return _estimate(len(text))
+
+
+def _estimate(chars: int) -> int:
+    return (chars + 3) // 4
+
+
+def _joined_chars(texts: Sequence[str]) -> int:
+    """The length of the texts joined by SEPARATOR, without joining them."""
+    return sum(map(len, texts)) + len(SEPARATOR) * max(0, len(texts) - 1)
+
+
+def _tokens(texts: Sequence[str]) -> int:
+    return _estimate(_joined_chars(texts))
+
+
+@dataclass(frozen=True)
+class CompressedSchema:
+    """The schema text for the prompts and what compression did to get there."""
+
+    text: str
+    tokens_before: int  # the full schema as ``render_schema`` writes it
+    tokens_after: int
+    tokens_grouped: int  # after grouping alone
+    groups: tuple[TableGroup, ...]  # groups of two or more tables
+    tables_kept: tuple[str, ...]  # shown, or listed by name in a kept group
+    tables_dropped: tuple[str, ...]
+    steps: tuple[str, ...]  # e.g. ("grouping", "samples trimmed to 2", "samples removed", "lexical linking")
+    budget_tokens: int
+
+    @property
+    def ratio(self) -> float:
+        """How many times smaller the text got (tokens before / after)."""
+        return self.tokens_before / max(1, self.tokens_after)
+
+    @property
+    def over_budget(self) -> bool:
+        return self.tokens_after > self.budget_tokens
+
+    def figures(self) -> dict[str, Any]:
+        """The report's ``schema_compression`` entry."""
+        return {
+            "tokens_before": self.tokens_before, "tokens_after": self.tokens_after, "ratio": round(self.ratio, 2),
+            "groups": len(self.groups), "tables_kept": len(self.tables_kept),
+            "tables_total": len(self.tables_kept) + len(self.tables_dropped), "steps": list(self.steps),
+        }
+
+
+def _fit(order: Sequence[int], texts: Sequence[str], named: set[int], budget: int) -> list[int]:
+    """The named groups, then each group in ``order`` whose text still fits, in schema order; the first in
+    ``order`` when nothing else would be kept (a prompt always shows some table)."""
+    kept = set(named) or set(order[:1])
+    chars = _joined_chars([texts[i] for i in kept])
+    for index in order:
+        extra = len(texts[index]) + (len(SEPARATOR) if kept else 0)
+        if index not in kept and _estimate(chars + extra) <= budget:
+            kept.add(index)
+            chars += extra
+    return sorted(kept)
+
+
+def compress_schema(schema: Schema, question: str, budget_tokens: int, llm: ChatModel | None = None,
+                    report: VerificationReport | None = None) -> CompressedSchema:
+    """The schema as prompt text of at most ``budget_tokens`` (estimated) tokens, by the steps in the
+    module docstring. ``llm`` is asked (recorded in ``report``) only when lexical linking finds nothing."""
+    groups = group_tables(schema)
+    texts = [render_group(group) for group in groups]
+    tokens_grouped = _tokens(texts)
+    steps = ["grouping"]
+    samples = depth = sample_depth(schema.tables)
+    while _tokens(texts) > budget_tokens and samples > 0:
+        samples -= 1
+        texts = [render_group(group, samples=samples) for group in groups]
+        steps.append(f"samples trimmed to {samples}" if samples else "samples removed")
+    kept = list(range(len(groups)))
+    if _tokens(texts) > budget_tokens:
+        kept = _link(groups, texts, question, budget_tokens, llm, report, steps)
+        texts = [texts[i] for i in kept]
+        for restored in range(depth, samples, -1):
+            richer = [render_group(groups[i], samples=restored) for i in kept]
+            if _tokens(richer) <= budget_tokens:
+                texts = richer
+                steps.append(f"samples restored to {restored}")
+                break
+    text = SEPARATOR.join(texts)
+    compressed = CompressedSchema(
+        text=text,
+        tokens_before=estimate_tokens(render_schema(schema)),
+        tokens_after=estimate_tokens(text),
+        tokens_grouped=tokens_grouped,
+        groups=tuple(g for g in groups if g.is_group),
+        tables_kept=tuple(name for i in kept for name in groups[i].names),
+        tables_dropped=tuple(name for i in sorted(set(range(len(groups))) - set(kept)) for name in groups[i].names),
+        steps=tuple(steps),
+        budget_tokens=budget_tokens,
+    )
+    if compressed.over_budget and report is not None:
+        report.notes.append(f"schema compression: {compressed.tokens_after} tokens, over the budget of "
+                            f"{budget_tokens}: the tables the question names (or the best table) do not fit")
+    return compressed
+
+
+def _link(groups: list[TableGroup], texts: list[str], question: str, budget: int, llm: ChatModel | None,
+          report: VerificationReport | None, steps: list[str]) -> list[int]:
+    """Indexes of the groups to keep: lexical ranking, or the model's votes when it has no signal."""
+    named = named_groups(groups, question)
+    scores = lexical_scores(groups, question)
+    steps.append("lexical linking")
+    refused: set[int] = set()
+    if max(scores, default=0) == 0 and llm is not None:
+        asked = [i for i in range(len(groups)) if i not in named][:MAX_LINK_CALLS]
+        record = report if report is not None else VerificationReport(question=question, dialect="")
+        votes = model_votes(llm, record, question, {i: texts[i] for i in asked})
+        scores = [int(votes.get(i, False)) for i in range(len(groups))]
+        steps.append("model linking")
+        if any(scores):  # the groups the model turned down do not fill the budget (unless it said N to all)
+            refused = {i for i, yes in votes.items() if not yes}
+    order = [i for i in link_order(scores, named, neighbours(groups)) if i not in refused]
+    return _fit(order, texts, named, budget)
