@@ -80,8 +80,14 @@ class Options:
     dpc_margin: float = 0.0  # the challenger must beat the champion's score by more than this
     dpc_votes: int = 1  # solver attempts (seeds) that vote
     mdd_max_rows: int = 30  # rows per table of a distinguishing database
+    # on a tied vote or when every candidate fails: explore columns, regenerate, re-vote; a tie left goes to DPC
+    consensus: bool = False
+    max_explorations: int = 10  # exploration queries of consensus enforcement (each LIMIT 20)
     compress_schema: bool = False  # group sharded tables; over the budget, trim samples and link tables
     prompt_budget_tokens: int = 6_000  # estimated tokens (chars/4) of the schema text when compress_schema is on
+    review: bool = False  # R3: reviewers review the selected SQL, the writer rebuts and revises (a new candidate)
+    reviewers: int = 3
+    review_rounds: int = 3
 
     def __post_init__(self) -> None:
         if self.cache_mode not in ("off", "readwrite", "replay"):
@@ -94,14 +100,16 @@ class Options:
             raise ConfigurationError("candidates must be at least 1.")
         if self.row_cap < 1 or self.statement_timeout_s <= 0:
             raise ConfigurationError("row_cap and statement_timeout_s must be positive.")
-        if self.max_repairs < 0 or self.max_probes < 0:
-            raise ConfigurationError("max_repairs and max_probes must be 0 or more.")
+        if self.max_repairs < 0 or self.max_probes < 0 or self.max_explorations < 0:
+            raise ConfigurationError("max_repairs, max_probes and max_explorations must be 0 or more.")
         if self.dpc_votes < 1 or self.mdd_max_rows < 1:
             raise ConfigurationError("dpc_votes and mdd_max_rows must be at least 1.")
         if self.probe_timeout_s <= 0 or self.question_timeout_s <= 0:
             raise ConfigurationError("probe_timeout_s and question_timeout_s must be positive.")
         if self.prompt_budget_tokens < 1:
             raise ConfigurationError("prompt_budget_tokens must be positive.")
+        if self.reviewers < 1 or self.review_rounds < 1:
+            raise ConfigurationError("reviewers and review_rounds must be at least 1.")
 
     @classmethod
     def build(cls, values: Mapping[str, Any] | None = None) -> Options:

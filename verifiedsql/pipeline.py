@@ -19,11 +19,13 @@ from .results import ResultSet
 from .schema import render_schema
 from .stages.cluster import Selection, cluster_runs, select_majority
 from .stages.compress import compress_schema
+from .stages.consensus import ConsensusEnforcer
 from .stages.constraints import extract_constraints
 from .stages.dpc import DualParadigmSelector
 from .stages.generate import CandidateGenerator
 from .stages.grounding import ground_values, render_matches
 from .stages.probe import Prober
+from .stages.review import PeerReview, review_selection
 from .stages.verify import Verifier
 
 
@@ -126,7 +128,16 @@ class Pipeline:
         with _timed(report, "select"):
             clusters = cluster_runs(runs)
             selection = select_majority(runs, clusters)
-        if self.options.dpc and selection is not None:
+        if self.options.consensus:  # a tie or no candidate that ran: explore, regenerate, re-vote, then DPC
+            with _timed(report, "consensus"):
+                enforcer = ConsensusEnforcer(llm, self.database, self.options, report, deadline)
+                runs, clusters, selection = enforcer.enforce(text, schema_text, runs, clusters, selection,
+                                                             verifier.verify if verifier else None)
+        if self.options.review and selection is not None and not deadline.expired:
+            with _timed(report, "review"):  # R3: the reviewed SQL may join the pool as a "review" candidate
+                reviewer = PeerReview(llm, self.database, self.options, text, schema_text, report, deadline)
+                runs, clusters, selection = review_selection(reviewer, runs, clusters, selection)
+        if self.options.dpc and selection is not None and report.dpc is None:
             with _timed(report, "dpc"):
                 selector = DualParadigmSelector(llm, self.database, self.options, report, deadline=deadline)
                 selection = selector.select(text, runs, clusters, selection)

@@ -89,6 +89,39 @@ class DualParadigmTest:
     seconds: float = 0.0
 
 
+ExplorationStatus = Literal["ok", "error", "unsafe", "timeout"]
+
+
+@dataclass
+class Exploration:
+    """One column-exploration query of consensus enforcement, as run (LIMIT bounded), and its outcome.
+    ``correction`` is 0 for the model's proposal and 1.. for its self-corrections after a failure."""
+
+    sql: str
+    status: ExplorationStatus
+    rows: int | None = None
+    error: str | None = None
+    preview: str = ""
+    correction: int = 0
+
+
+@dataclass
+class Consensus:
+    """What consensus enforcement did when the vote tied or every candidate failed.
+
+    ``trigger``: ``tie`` or ``all-failed``. ``rounds``: regeneration rounds after exploration (0 or 1).
+    ``outcome``: ``resolved`` (the re-vote has a unique largest cluster), ``dpc-decided`` (a remaining tie
+    was settled by the dual-paradigm test), ``undecided`` (the tie remains; the answer is unverified) or
+    ``failed`` (no candidate ran in any round). ``first_round`` keeps the candidates of the first vote
+    when the answer's candidates (``report.candidates``) are the regenerated ones."""
+
+    trigger: str
+    rounds: int = 0
+    outcome: str = "undecided"
+    reason: str = ""
+    first_round: list[Candidate] = field(default_factory=list)
+
+
 @dataclass
 class Repair:
     """One repair of a candidate that ran but broke a requirement, and how the repaired SQL fared."""
@@ -105,7 +138,7 @@ class Candidate:
     """One generated SQL, how it fared, and which result cluster it landed in."""
 
     index: int
-    origin: str  # "greedy" or "sample"
+    origin: str  # "greedy", "sample" or "review"
     sql: str
     status: CandidateStatus = "ok"
     error: str | None = None
@@ -116,6 +149,53 @@ class Candidate:
     violations: list[str] = field(default_factory=list)  # unmet requirements of the final SQL (verify)
     repairs: list[Repair] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)  # checks the final SQL passed, e.g. parse, explain, run
+
+
+ReviewVerdictKind = Literal["approve", "issues", "unclear", "unavailable"]
+
+
+@dataclass
+class ReviewVerdict:
+    """One reviewer's verdict in one round of the R3 review."""
+
+    reviewer: int
+    profession: str
+    verdict: ReviewVerdictKind  # "unclear": no verdict line; "unavailable": the call failed
+    explanation: str = ""
+
+
+@dataclass
+class ReviewRound:
+    """One round: the SQL reviewed, every verdict, the writer's rebuttal and revision, and how it ran."""
+
+    number: int
+    sql: str
+    verdicts: list[ReviewVerdict] = field(default_factory=list)
+    rebuttal: str = ""
+    revision: str | None = None  # the writer's SQL when it differs from ``sql``
+    status: CandidateStatus | None = None  # of the revision's read-only run
+    error: str | None = None
+    row_count: int | None = None
+
+
+@dataclass
+class Review:
+    """The R3 review of the selected answer (option ``review``): reviewer professions, every round, the
+    final SQL (always one that ran) and why the loop stopped. ``candidate`` is the index of the
+    ``review`` candidate added to the pool, None when the review left the SQL as it was."""
+
+    reviewed: int  # index of the candidate whose SQL was reviewed
+    initial_sql: str
+    professions: list[str] = field(default_factory=list)
+    professions_source: str = "model"  # or "fallback"
+    rounds: list[ReviewRound] = field(default_factory=list)
+    final_sql: str = ""
+    stop: str = ""
+    candidate: int | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.final_sql != self.initial_sql
 
 
 @dataclass
@@ -145,6 +225,9 @@ class VerificationReport:
     probes: list[Probe] = field(default_factory=list)  # model probes, in order (probe)
     findings: Findings = field(default_factory=Findings)
     dpc: DualParadigmTest | None = None  # dual-paradigm selection (dpc)
+    review: Review | None = None  # R3 review of the selected answer (review)
+    exploration: list[Exploration] = field(default_factory=list)  # column exploration (consensus)
+    consensus: Consensus | None = None  # consensus enforcement (consensus)
     # compress_schema: tokens_before, tokens_after, ratio (before/after), groups, tables_kept, tables_total, steps
     schema_compression: dict[str, Any] | None = None
 
@@ -192,6 +275,15 @@ class VerificationReport:
         lines.extend(f"constraint: {c}" for c in self.constraints)
         if self.dpc is not None:
             lines.append(f"dpc: {self.dpc.status} ({self.dpc.reason})")
+        if self.review is not None:
+            r = self.review
+            lines.append(f"review: {len(r.professions)} reviewers, {len(r.rounds)} round(s), "
+                         f"{'revised' if r.changed else 'unchanged'}; {r.stop}")
+        if self.consensus is not None:
+            ran = sum(e.status == "ok" for e in self.exploration)
+            lines.append(f"consensus: {self.consensus.trigger} -> {self.consensus.outcome} after "
+                         f"{self.consensus.rounds} round(s), {len(self.exploration)} exploration queries "
+                         f"({ran} ran) ({self.consensus.reason})")
         if self.schema_compression is not None:
             s = self.schema_compression
             lines.append(f"schema: {s['tokens_before']} -> {s['tokens_after']} tokens ({s['ratio']}x smaller), "

@@ -21,8 +21,14 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "+probe+verify": {"candidates": 5, "probe": True, "verify": True},
     # Same candidates as self-consistency; adds slicing, MDD and solver calls when candidates disagree.
     "+dpc": {"candidates": 5, "dpc": True},
+    # Same first-round candidates as self-consistency; explores and regenerates only on a tie or all failures.
+    "+consensus": {"candidates": 5, "consensus": True},
     # Same candidate requests as self-consistency when no tables group and the schema fits the budget.
     "+compress": {"candidates": 5, "compress_schema": True},
+    # Same candidates as self-consistency; R3 review of the selected SQL adds a "review" candidate.
+    "+review": {"candidates": 5, "review": True},
+    # R3 as a strategy of its own: greedy's one candidate, then review, rebuttal and revision.
+    "review-only": {"candidates": 1, "review": True},
 }
 
 REFERENCE = "self-consistency"  # the baseline of "gap closed"

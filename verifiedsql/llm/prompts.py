@@ -121,3 +121,52 @@ def probe_messages(
     """One step of the probing loop: schema, question and every earlier probe with its outcome."""
     system = PROBE_SYSTEM.format(dialect=profile.display_name, hints=_hints(profile), example=example)
     return messages(system, PROBE_USER.format(schema=schema_text, question=question, history=history or "(none)"))
+
+
+EXPLORE_SYSTEM = (
+    "Candidate {dialect} queries for a question {situation}. Before the query is written again, explore the "
+    "columns that matter with at most {count} small read-only exploration queries, ordered from simple to "
+    "complex: first the distinct values, formats and ranges of single columns, then joins, filters and "
+    "aggregates that test each reading of the question.\n"
+    "Rules:\n{hints}\n"
+    "- {case_rule}\n"
+    "- Each exploration query is one read-only SELECT with LIMIT 20 or less, for example:\n"
+    "  {example}\n"
+    '- Answer with one JSON list of SQL strings and nothing else: ["SELECT ...", "SELECT ..."].'
+)
+
+EXPLORE_USER = "Database schema:\n{schema}\n\nQuestion: {question}\n\n{candidates}"
+
+EXPLORE_FIX_USER = (
+    "The exploration query below failed on {dialect}.\n\n```sql\n{sql}\n```\n\nError: {error}\n\n"
+    "Write a corrected exploration query that looks at the same thing (one read-only SELECT, LIMIT 20 or "
+    "less). Return only the SQL in a ```sql code block."
+)
+
+
+def _case_rule(profile: DialectProfile) -> str:
+    if profile.has_ilike:
+        return "Match text case-insensitively with column ILIKE '%term%'."
+    return "Match text case-insensitively with LOWER(column) LIKE '%term%'."
+
+
+def explore_messages(
+    profile: DialectProfile, schema_text: str, question: str, example: str, candidates: str, *,
+    tie: bool, count: int,
+) -> tuple[Message, ...]:
+    """Consensus enforcement: ask for up to ``count`` exploration queries, given the disagreeing (``tie``) or
+    failing candidates described in ``candidates``."""
+    system = EXPLORE_SYSTEM.format(
+        dialect=profile.display_name, situation="disagree (their results tie)" if tie else "all failed",
+        count=count, hints=_hints(profile), case_rule=_case_rule(profile), example=example,
+    )
+    return messages(system, EXPLORE_USER.format(schema=schema_text, question=question, candidates=candidates))
+
+
+def explore_fix_messages(
+    profile: DialectProfile, first: tuple[Message, ...], proposal: str, sql: str, error: str
+) -> tuple[Message, ...]:
+    """A follow-up to the exploration request: its reply (``proposal``), then one failed query and its error."""
+    user = EXPLORE_FIX_USER.format(dialect=profile.display_name, sql=sql, error=error[:600])
+    history: list[Message] = [first[1], {"role": "assistant", "content": proposal}]
+    return messages(first[0]["content"], user, history)

@@ -1,0 +1,154 @@
+"""Prompt templates of the R3 review (review, rebuttal, revision among reviewer agents), and the parsers
+of their replies. Each ``*_messages`` function returns the message tuple for one kind of model call."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..profiles import DialectProfile
+from ..results import ResultSet
+from .base import Message, messages
+from .prompts import generation_messages
+
+TABLE_ROWS = 10  # rows of an execution result shown to reviewers and the writer
+TABLE_CELL_CHARS = 40
+
+# Used when the model gives no usable list of professions; cycled when more reviewers are asked for.
+FALLBACK_PROFESSIONS = (
+    "Senior database engineer who checks joins, filters and grouping",
+    "Data analyst who checks that the result answers the question as asked",
+    "SQL reviewer who checks column choice, ordering, limits and NULL handling",
+)
+
+PROFESSIONS_SYSTEM = (
+    "You assemble a panel of {n} reviewers for a {dialect} query written to answer a question about a "
+    "database. Choose {n} different professions, each focused on a different aspect of the query "
+    "(for example a database engineer specialised in some clauses, or an analyst of the data's domain).\n"
+    "Answer with a JSON list of {n} strings and nothing else."
+)
+
+PROFESSIONS_USER = "Database schema:\n{schema}\n\nQuestion: {question}\n\nQuery:\n```sql\n{sql}\n```"
+
+REVIEWER_SYSTEM = (
+    "You are a {profession}. You review a {dialect} query written to answer a question about a database, "
+    "using the schema, the query and the result it returned.\n"
+    "Reply with a first line that is exactly 'VERDICT: APPROVE' (the query answers the question as asked) "
+    "or 'VERDICT: ISSUES' (it does not), then explain briefly what is wrong and how to fix it."
+)
+
+REVIEWER_USER = (
+    "Database schema:\n{schema}\n\nQuestion: {question}\n\nQuery:\n```sql\n{sql}\n```\n\n"
+    "Its result:\n{result}"
+)
+
+WRITER_USER = (
+    "The query ran on {dialect} and returned:\n{result}\n\n{failure}"
+    "Reviewers commented on it:\n{reviews}\n\n"
+    "Rebut any comment you disagree with, saying why, and revise the query for the others. "
+    "End with the final query (revised, or unchanged if no comment holds) in a ```sql code block."
+)
+
+FAILED_REVISION = (
+    "Your previous revision failed and was set aside:\n```sql\n{sql}\n```\nError: {error}\n\n"
+)
+
+
+def render_table(result: ResultSet, rows: int = TABLE_ROWS) -> str:
+    """The first ``rows`` rows of a result as a small pipe table, with a line counting the rest."""
+
+    def cell(value: Any) -> str:
+        text = "NULL" if value is None else str(value).replace("\n", " ").replace("|", "/")
+        return text if len(text) <= TABLE_CELL_CHARS else text[: TABLE_CELL_CHARS - 3] + "..."
+
+    head = "| " + " | ".join(result.columns) + " |"
+    rule = "|" + "|".join("---" for _ in result.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in result.rows[:rows]]
+    if not body:
+        return f"{head}\n{rule}\n(no rows)"
+    more = result.row_count - rows
+    tail = f"\n({more} more rows{', and more beyond the row cap' if result.truncated else ''})" if more > 0 else ""
+    return "\n".join([head, rule, *body]) + tail
+
+
+def profession_messages(
+    profile: DialectProfile, schema_text: str, question: str, sql: str, n: int
+) -> tuple[Message, ...]:
+    """The invitation: ``n`` reviewer professions derived from the schema and the SQL."""
+    system = PROFESSIONS_SYSTEM.format(n=n, dialect=profile.display_name)
+    return messages(system, PROFESSIONS_USER.format(schema=schema_text, question=question, sql=sql))
+
+
+def reviewer_messages(
+    profile: DialectProfile, profession: str, schema_text: str, question: str, sql: str, result: ResultSet
+) -> tuple[Message, ...]:
+    """One reviewer's turn: question, schema, SQL and its result as a table."""
+    system = REVIEWER_SYSTEM.format(profession=profession, dialect=profile.display_name)
+    user = REVIEWER_USER.format(schema=schema_text, question=question, sql=sql, result=render_table(result))
+    return messages(system, user)
+
+
+def writer_messages(
+    profile: DialectProfile,
+    schema_text: str,
+    question: str,
+    sql: str,
+    result: ResultSet,
+    reviews: Sequence[tuple[str, str, str]],
+    failed: tuple[str, str] | None = None,
+) -> tuple[Message, ...]:
+    """The writer's turn: its generation prompt, ``sql`` as its answer, then the result and the reviews
+    (profession, verdict, explanation); ``failed`` is the last revision that did not run and its error."""
+    first = generation_messages(profile, schema_text, question)
+    listed = "\n".join(f"- {profession} ({verdict}): {text[:800]}" for profession, verdict, text in reviews)
+    failure = FAILED_REVISION.format(sql=failed[0], error=failed[1][:600]) if failed else ""
+    user = WRITER_USER.format(dialect=profile.display_name, result=render_table(result), failure=failure,
+                              reviews=listed or "(none)")
+    history: list[Message] = [first[1], {"role": "assistant", "content": f"```sql\n{sql}\n```"}]
+    return messages(first[0]["content"], user, history)
+
+
+_JSON_LIST = re.compile(r"\[.*\]", re.DOTALL)
+_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+_VERDICT = re.compile(r"verdict\W{0,5}(approve[sd]?|issues?)\b", re.IGNORECASE)
+_FENCE = re.compile(r"```.*?(```|$)", re.DOTALL)
+
+
+def parse_professions(text: str, n: int) -> list[str] | None:
+    """``n`` distinct professions from a JSON list (or a JSON object's values, as in the paper's
+    invitation), else None."""
+    found: Any = None
+    for pattern in (_JSON_LIST, _JSON_OBJECT):
+        match = pattern.search(text)
+        if match:
+            try:
+                found = json.loads(match.group(0))
+                break
+            except json.JSONDecodeError:
+                continue
+    if isinstance(found, dict):
+        found = list(found.values())
+    if not isinstance(found, list):
+        return None
+    names: list[str] = []
+    for item in found:
+        if isinstance(item, str) and item.strip() and item.strip() not in names:
+            names.append(" ".join(item.split())[:200])
+    return names[:n] if len(names) >= n else None
+
+
+def parse_verdict(text: str) -> tuple[str, str]:
+    """``(verdict, explanation)``: verdict is "approve", "issues" or "unclear" (no verdict line)."""
+    match = _VERDICT.search(text)
+    if not match:
+        return "unclear", text.strip()[:1000]
+    verdict = "approve" if match.group(1).lower().startswith("approve") else "issues"
+    explanation = (text[: match.start()] + text[match.end():]).strip(" \n:.-")
+    return verdict, explanation[:1000]
+
+
+def rebuttal_of(text: str) -> str:
+    """The writer's words outside its code blocks."""
+    return _FENCE.sub("", text).strip()[:1500]

@@ -1,0 +1,159 @@
+"""Column exploration (ReFoRCE section 3.2.3) for consensus enforcement: when the candidates tie or all fail,
+the model proposes up to ``max_explorations`` small exploration queries, from simple (one column's values
+and formats) to complex (joins, filters, aggregates), in one reply.
+
+Each query goes through both safety layers (the statement guard in ``bound_probe`` and the read-only
+engine run), is bounded to ``PROBE_LIMIT`` rows and to ``probe_timeout_s``. A failing query gets up to
+``MAX_CORRECTIONS`` self-corrections with the engine's error; after ``MAX_ERRORS_IN_A_ROW`` failed runs
+in a row exploration stops (the paper's insight: one misreading tends to repeat in the queries that
+follow). What ran becomes a preview block for the regeneration prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..config import Options
+from ..database import Database
+from ..deadline import Deadline
+from ..errors import (
+    LLMError,
+    QueryError,
+    QueryTimeoutError,
+    QuestionTimeoutError,
+    UnsafeSQLError,
+)
+from ..llm.base import ChatModel, ChatRequest, Message
+from ..llm.prompts import explore_fix_messages, explore_messages, extract_sql
+from ..report import Exploration, VerificationReport
+from ..schema import Schema
+from .calls import call_model
+from .probe import bound_probe, example_probe, preview
+
+MAX_CORRECTIONS = 3  # self-corrections of one failing exploration query
+MAX_ERRORS_IN_A_ROW = 5  # failed exploration runs in a row that end exploration
+_FENCED_SQL = re.compile(r"```(?:sql)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+def _json_list(text: str) -> list[Any] | None:
+    """The first JSON list in ``text`` (or the first list inside the first JSON object), or None."""
+    decoder = json.JSONDecoder()
+    for start, char in ((i, c) for i, c in enumerate(text) if c in "[{"):
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, list):
+            return value
+        if isinstance(value, dict):
+            return next((v for v in value.values() if isinstance(v, list)), None)
+    return None
+
+
+def parse_explorations(text: str, limit: int) -> list[str]:
+    """At most ``limit`` distinct exploration queries from a reply: a JSON list of SQL strings (or of objects
+    with a ``sql`` key), else every fenced SQL block. Trailing semicolons are dropped."""
+    found = _json_list(text)
+    if found is not None:
+        items = [item.get("sql") if isinstance(item, dict) else item for item in found]
+        sqls = [item for item in items if isinstance(item, str)]
+    else:
+        sqls = _FENCED_SQL.findall(text)
+    unique: list[str] = []
+    for sql in sqls:
+        sql = sql.strip().rstrip(";").strip()
+        if sql and sql not in unique:
+            unique.append(sql)
+    return unique[:limit]
+
+
+def render_explorations(explorations: list[Exploration]) -> str:
+    """The block for the regeneration prompt: every exploration query that ran, with a preview."""
+    ran = [e for e in explorations if e.status == "ok"]
+    if not ran:
+        return ""
+    shown = "\n".join(f"- {e.sql}\n  " + e.preview.replace("\n", "\n  ") for e in ran)
+    return f"Exploration results (read-only queries already run on this database):\n{shown}"
+
+
+class Explorer:
+    """Runs the column-exploration loop for one question within the ``deadline`` and records every query in
+    ``report.exploration``."""
+
+    def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport,
+                 deadline: Deadline | None = None) -> None:
+        self.llm = llm
+        self.database = database
+        self.options = options
+        self.report = report
+        self.deadline = deadline or Deadline()
+
+    def explore(self, question: str, schema: Schema, schema_text: str, candidates: str, *, tie: bool) -> str:
+        """Ask for exploration queries, run them (correcting failures), and return the results block ("" when
+        nothing ran). ``candidates`` describes the tied or failing candidates for the model."""
+        if self.options.max_explorations == 0:
+            return ""
+        profile = self.database.profile
+        example = example_probe(profile, schema, question)
+        first = explore_messages(profile, schema_text, question, example, candidates, tie=tie,
+                                 count=self.options.max_explorations)
+        reply = self._ask(first, "explore", 0)
+        if reply is None:
+            return ""
+        proposals = parse_explorations(reply, self.options.max_explorations)
+        if not proposals:
+            self.report.notes.append("exploration: the model proposed no exploration query")
+            return ""
+        errors_in_a_row = 0
+        for number, sql in enumerate(proposals):
+            if self.deadline.expired:
+                self.report.notes.append("exploration stopped: the question's time budget ran out")
+                self.deadline.exhausted = True
+                break
+            for correction in range(MAX_CORRECTIONS + 1):
+                entry = self._run(sql, correction)
+                if entry.status == "ok":
+                    errors_in_a_row = 0
+                    break
+                errors_in_a_row += 1
+                if errors_in_a_row >= MAX_ERRORS_IN_A_ROW or correction == MAX_CORRECTIONS:
+                    break
+                fixed = self._ask(explore_fix_messages(profile, first, reply, entry.sql, entry.error or ""),
+                                  "explore-fix", number * (MAX_CORRECTIONS + 1) + correction + 1)
+                fixed_sql = extract_sql(fixed) if fixed is not None else None
+                if fixed_sql is None or fixed_sql == sql or fixed_sql == entry.sql:
+                    break  # no reply, no SQL, or the failing query again: no progress
+                sql = fixed_sql
+            if errors_in_a_row >= MAX_ERRORS_IN_A_ROW:
+                self.report.notes.append(
+                    f"exploration stopped after {MAX_ERRORS_IN_A_ROW} failed exploration queries in a row")
+                break
+        return render_explorations(self.report.exploration)
+
+    def _ask(self, request_messages: tuple[Message, ...], purpose: str, seed: int) -> str | None:
+        request = ChatRequest(messages=request_messages, temperature=0.0, max_tokens=self.options.max_tokens,
+                              seed=seed, purpose=purpose)
+        try:
+            return call_model(self.llm, request, self.report).text
+        except (LLMError, QuestionTimeoutError) as error:
+            self.report.notes.append(f"exploration stopped: {error}")
+            return None
+
+    def _run(self, sql: str, correction: int) -> Exploration:
+        """Run one exploration query through both safety layers, bounded; record and return its entry."""
+        entry = Exploration(sql, "ok", correction=correction)
+        try:
+            entry.sql = bound_probe(sql, self.database.profile)
+            result = self.database.run_query(entry.sql, timeout_s=self.deadline.cap(self.options.probe_timeout_s))
+        except UnsafeSQLError as failure:
+            entry.status, entry.error = "unsafe", str(failure)
+        except QueryTimeoutError as failure:
+            entry.status, entry.error = "timeout", str(failure)
+        except QueryError as failure:
+            entry.status, entry.error = "error", str(failure)
+        else:
+            entry.rows, entry.preview = result.row_count, preview(result)
+        self.report.exploration.append(entry)
+        return entry

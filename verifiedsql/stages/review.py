@@ -1,0 +1,197 @@
+"""R3 review (review, rebuttal, revision): reviewers whose professions the model derives from the schema and
+the SQL review the selected answer's SQL and its result; the writer rebuts and revises; every revision is
+run read-only and its result shown in the next round.
+
+The loop stops when all reviewers approve, when the writer returns the SQL unchanged (the paper's
+consensus test), after ``review_rounds`` rounds, or when the time budget runs out. A revision that fails to
+run (error, unsafe, timeout) is set aside: the SQL reverts to the last one that ran, the next round reviews
+that again and the writer is shown the failed revision and its error. The final SQL is therefore always
+one that ran.
+
+As a stage: the selected cluster's representative is reviewed; when the review ends on different SQL, that
+SQL joins the pool as an extra candidate (origin ``review``) and the candidates are clustered and selected
+again. The review candidate votes like any other; a tie among the largest clusters that the review
+candidate's cluster is part of goes to it (the reviewers endorsed it), which is what lets a single-candidate
+``review-only`` run answer with the reviewed SQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from itertools import cycle, islice
+
+from ..config import Options
+from ..database import Database
+from ..deadline import Deadline
+from ..errors import LLMError, QuestionTimeoutError
+from ..llm.base import ChatModel, ChatRequest, ChatResponse
+from ..llm.review_prompts import (
+    FALLBACK_PROFESSIONS,
+    parse_professions,
+    parse_verdict,
+    profession_messages,
+    rebuttal_of,
+    reviewer_messages,
+    writer_messages,
+)
+from ..report import (
+    Candidate,
+    Cluster,
+    Review,
+    ReviewRound,
+    ReviewVerdict,
+    VerificationReport,
+)
+from ..results import ResultSet
+from .calls import call_model
+from .cluster import Selection, cluster_runs, select_majority
+from .generate import CandidateRun, execute_candidate, sql_of
+
+STOP_APPROVED = "all reviewers approved"
+STOP_UNCHANGED = "the writer kept the SQL unchanged (consensus)"
+STOP_ROUNDS = "stopped after review_rounds={rounds} rounds"
+STOP_NO_SQL = "the writer's reply held no complete SQL; the SQL is kept"
+STOP_TIME = "the time budget ran out"
+STOP_WRITER = "the writer could not be reached: {error}"
+
+
+@dataclass
+class Reviewed:
+    """The SQL the review ended on (always one that ran), its result and the review record."""
+
+    sql: str
+    result: ResultSet
+    ordered: bool
+    record: Review
+
+
+class PeerReview:
+    """Runs the R3 review of one SQL for one question, within the ``deadline`` (none: no limit)."""
+
+    def __init__(self, llm: ChatModel, database: Database, options: Options, question: str,
+                 schema_text: str, report: VerificationReport, deadline: Deadline | None = None) -> None:
+        self.llm = llm
+        self.database = database
+        self.options = options
+        self.question = question
+        self.schema_text = schema_text
+        self.report = report
+        self.deadline = deadline or Deadline()
+        self.profile = database.profile
+
+    def review(self, run: CandidateRun) -> Reviewed:
+        """Review ``run`` (which ran) for up to ``review_rounds`` rounds."""
+        assert run.result is not None
+        sql, result, ordered = run.candidate.sql, run.result, run.ordered
+        record = Review(reviewed=run.candidate.index, initial_sql=sql, final_sql=sql)
+        try:
+            record.professions, record.professions_source = self._professions(sql)
+        except QuestionTimeoutError:
+            record.stop = STOP_TIME
+            return Reviewed(sql, result, ordered, record)
+        failed: tuple[str, str] | None = None
+        record.stop = STOP_ROUNDS.format(rounds=self.options.review_rounds)
+        for number in range(1, self.options.review_rounds + 1):
+            if self.deadline.expired:
+                self.deadline.exhausted = True
+                record.stop = STOP_TIME
+                break
+            current = ReviewRound(number=number, sql=sql)
+            record.rounds.append(current)
+            try:
+                current.verdicts = [self._verdict(i, p, sql, result) for i, p in enumerate(record.professions)]
+            except QuestionTimeoutError:
+                record.stop = STOP_TIME
+                break
+            if all(v.verdict == "approve" for v in current.verdicts):
+                record.stop = STOP_APPROVED
+                break
+            try:
+                reply = self._write(sql, result, current.verdicts, failed)
+            except QuestionTimeoutError:
+                record.stop = STOP_TIME
+                break
+            except LLMError as error:
+                record.stop = STOP_WRITER.format(error=error)
+                break
+            current.rebuttal = rebuttal_of(reply.text)
+            revised = sql_of(reply)
+            if revised is None:
+                record.stop = STOP_NO_SQL
+                break
+            if revised == sql:
+                record.stop = STOP_UNCHANGED
+                break
+            current.revision = revised
+            execution = execute_candidate(self.database, revised, explain=True, deadline=self.deadline)
+            current.status, current.error = execution.status, execution.error
+            if execution.result is None:
+                failed = (revised, execution.error or execution.status)
+                continue
+            current.row_count = execution.result.row_count
+            sql, result, ordered, failed = revised, execution.result, execution.ordered, None
+        record.final_sql = sql
+        return Reviewed(sql, result, ordered, record)
+
+    def _professions(self, sql: str) -> tuple[list[str], str]:
+        """``reviewers`` professions from the model, or the fallback list when its reply is unusable."""
+        n = self.options.reviewers
+        request = ChatRequest(messages=profession_messages(self.profile, self.schema_text, self.question, sql, n),
+                              temperature=0.0, max_tokens=self.options.max_tokens, seed=0,
+                              purpose="review-professions")
+        try:
+            names = parse_professions(call_model(self.llm, request, self.report).text, n)
+        except LLMError as error:
+            self.report.notes.append(f"review: no reviewer professions from the model ({error}); using the fallback")
+            names = None
+        if names is None:
+            return list(islice(cycle(FALLBACK_PROFESSIONS), n)), "fallback"
+        return names, "model"
+
+    def _verdict(self, index: int, profession: str, sql: str, result: ResultSet) -> ReviewVerdict:
+        messages = reviewer_messages(self.profile, profession, self.schema_text, self.question, sql, result)
+        request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
+                              seed=index, purpose="review")
+        try:
+            reply = call_model(self.llm, request, self.report)
+        except LLMError as error:
+            return ReviewVerdict(index, profession, "unavailable", str(error)[:300])
+        verdict, explanation = parse_verdict(reply.text)
+        return ReviewVerdict(index, profession, verdict, explanation)  # type: ignore[arg-type]
+
+    def _write(self, sql: str, result: ResultSet, verdicts: list[ReviewVerdict],
+               failed: tuple[str, str] | None) -> ChatResponse:
+        reviews = [(v.profession, v.verdict, v.explanation) for v in verdicts if v.verdict != "unavailable"]
+        messages = writer_messages(self.profile, self.schema_text, self.question, sql, result, reviews, failed)
+        request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
+                              seed=0, purpose="review-revise")
+        return call_model(self.llm, request, self.report)
+
+
+def review_selection(
+    reviewer: PeerReview, runs: list[CandidateRun], clusters: list[Cluster], selection: Selection
+) -> tuple[list[CandidateRun], list[Cluster], Selection]:
+    """Review the selection's representative; when the review ends on other SQL (which ran), add it as a
+    ``review`` candidate and cluster and select again. Returns the (maybe) new runs, clusters, selection."""
+    if selection.representative.result is None:
+        return runs, clusters, selection
+    reviewed = reviewer.review(selection.representative)
+    reviewer.report.review = reviewed.record
+    if not reviewed.record.changed:
+        return runs, clusters, selection
+    index = max(run.candidate.index for run in runs) + 1
+    candidate = Candidate(index=index, origin="review", sql=reviewed.sql, checks=["parse", "explain", "run"],
+                          row_count=reviewed.result.row_count, truncated=reviewed.result.truncated)
+    candidate.attempts.append(reviewed.record.initial_sql)
+    reviewed.record.candidate = index
+    new_run = CandidateRun(candidate, reviewed.result, reviewed.ordered)
+    runs = [*runs, new_run]
+    clusters = cluster_runs(runs)
+    chosen = select_majority(runs, clusters)
+    assert chosen is not None  # the review candidate ran
+    own = next(c for c in clusters if index in c.members)
+    largest = max(len(c.members) for c in clusters)
+    if chosen.cluster.index != own.index and len(own.members) == largest:
+        chosen = replace(chosen, cluster=own, representative=new_run,
+                         reason=chosen.reason.replace("broken by the greedy candidate", "broken by the R3 review")
+                         if "greedy" in chosen.reason else chosen.reason + " (a tie broken by the R3 review)")
+    return runs, clusters, chosen
