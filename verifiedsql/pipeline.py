@@ -74,7 +74,8 @@ def _timed(report: VerificationReport, stage: str, deadline: Deadline | None = N
 
 class Pipeline:
     """Context [compressed] -> [ground values] -> [probe] -> generate (self-refinement, [verify and repair])
-    -> cluster and select -> [dual-paradigm test] -> answer. Bracketed stages run only when their option is on.
+    -> cluster and select -> [consensus: explore, regenerate, re-vote] -> [R3 review] -> [dual-paradigm
+    test] -> answer. Bracketed stages run only when their option is on.
 
     The whole question runs within ``question_timeout_s``: every model call's timeout is capped by the time
     left, and the stages stop when it is gone. The answer is then the best candidate that ran, reported
