@@ -177,10 +177,12 @@ class _DatabaseSet:
 
 def shared_questions(records: list[dict[str, Any]], strategies: list[str]) -> list[dict[str, Any]]:
     """The records of the questions every strategy has answered, so that a partial run (a prefix of the
-    seeded order) still compares the strategies on the same questions."""
+    seeded order, or its replay, where later questions miss the cache) compares the strategies on the
+    same questions."""
     answered: dict[int, set[str]] = {}
     for record in records:
-        answered.setdefault(record["id"], set()).add(record["strategy"])
+        if record["status"] != "llm_error":  # a model failure (or a replay miss) is no answer
+            answered.setdefault(record["id"], set()).add(record["strategy"])
     complete = {qid for qid, names in answered.items() if names >= set(strategies)}
     return [r for r in records if r["id"] in complete]
 
