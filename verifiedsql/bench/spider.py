@@ -176,15 +176,19 @@ class _DatabaseSet:
 
 
 def shared_questions(records: list[dict[str, Any]], strategies: list[str]) -> list[dict[str, Any]]:
-    """The records of the questions every strategy has answered, so that a partial run (a prefix of the
-    seeded order, or its replay, where later questions miss the cache) compares the strategies on the
-    same questions."""
-    answered: dict[int, set[str]] = {}
+    """The records of the questions every strategy has a record for, so that a partial run (a prefix of
+    the seeded order) compares the strategies on the same questions. Where a strategy failed on the
+    model (status ``llm_error``, e.g. a replay miss), only the failures are kept: they are counted as
+    errors, and no strategy's figures include that question."""
+    by_question: dict[int, list[dict[str, Any]]] = {}
     for record in records:
-        if record["status"] != "llm_error":  # a model failure (or a replay miss) is no answer
-            answered.setdefault(record["id"], set()).add(record["strategy"])
-    complete = {qid for qid, names in answered.items() if names >= set(strategies)}
-    return [r for r in records if r["id"] in complete]
+        by_question.setdefault(record["id"], []).append(record)
+    kept: list[dict[str, Any]] = []
+    for rows in by_question.values():
+        if {r["strategy"] for r in rows} >= set(strategies):
+            failed = [r for r in rows if r["status"] == "llm_error"]
+            kept.extend(failed or rows)
+    return kept
 
 
 def run_spider(config: SpiderConfig, llm: ChatModel | None = None, progress: Progress = _stderr) -> SpiderRun:
