@@ -50,8 +50,9 @@ class LLMError(VerifiedSQLError):
     """The language model could not be reached or gave no usable answer."""
 
 
-class ReplayMissError(LLMError):
-    """Replay-only cache mode met a request that was never recorded."""
+class ReplayMissError(VerifiedSQLError):
+    """Replay-only cache mode met a request that was never recorded. Not an ``LLMError``: no stage may
+    treat it as a model failure and carry on, or a replay would silently answer differently."""
 
 
 class ModelInstallError(VerifiedSQLError):

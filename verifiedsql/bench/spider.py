@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from ..config import Options
 from ..database import Database
-from ..errors import LLMError, NoAnswerError
+from ..errors import LLMError, NoAnswerError, ReplayMissError
 from ..llm import chat_model_for
 from ..llm.base import ChatModel
 from ..llm.models import MODELS
@@ -127,7 +127,7 @@ def answer_one(pipeline: Pipeline, example: Example, gold: Gold, grader: Candida
         report, sql, result = answer.report, answer.sql, answer.result
     except NoAnswerError as exc:
         status, error, report = "no_answer", str(exc), exc.report
-    except LLMError as exc:
+    except (LLMError, ReplayMissError) as exc:  # a replay miss: this question was never recorded
         status, error = "llm_error", str(exc)
     wall = time.perf_counter() - start
     fields = _report_fields(report)
