@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from ..profiles import DialectProfile
 from .base import Message, messages
@@ -69,6 +71,19 @@ def repair_messages(
     listed = "\n".join(f"- {problem[:300]}" for problem in problems)
     user = REPAIR_USER.format(dialect=profile.display_name, problems=listed, sql=sql)
     return _follow_up(profile, schema_text, question, sql, user)
+
+
+def first_json_value(text: str, openers: str = "{[") -> Any:
+    """The first JSON value in a model reply that starts at one of ``openers`` and parses (fenced or
+    bare); None when there is none."""
+    decoder = json.JSONDecoder()
+    for start, char in enumerate(text):
+        if char in openers:
+            try:
+                return decoder.raw_decode(text, start)[0]
+            except json.JSONDecodeError:
+                continue
+    return None
 
 
 _FENCE = re.compile(r"```(?:[a-zA-Z]*)\s*\n?(.*?)```", re.DOTALL)

@@ -11,7 +11,6 @@ follow). What ran becomes a preview block for the regeneration prompt.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -26,7 +25,12 @@ from ..errors import (
     UnsafeSQLError,
 )
 from ..llm.base import ChatModel, ChatRequest, Message
-from ..llm.prompts import explore_fix_messages, explore_messages, extract_sql
+from ..llm.prompts import (
+    explore_fix_messages,
+    explore_messages,
+    extract_sql,
+    first_json_value,
+)
 from ..report import Exploration, VerificationReport
 from ..schema import Schema
 from .calls import call_model
@@ -39,17 +43,10 @@ _FENCED_SQL = re.compile(r"```(?:sql)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECA
 
 def _json_list(text: str) -> list[Any] | None:
     """The first JSON list in ``text`` (or the first list inside the first JSON object), or None."""
-    decoder = json.JSONDecoder()
-    for start, char in ((i, c) for i, c in enumerate(text) if c in "[{"):
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, list):
-            return value
-        if isinstance(value, dict):
-            return next((v for v in value.values() if isinstance(v, list)), None)
-    return None
+    value = first_json_value(text, "[{")
+    if isinstance(value, dict):
+        return next((v for v in value.values() if isinstance(v, list)), None)
+    return value if isinstance(value, list) else None
 
 
 def parse_explorations(text: str, limit: int) -> list[str]:

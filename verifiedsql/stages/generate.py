@@ -62,7 +62,7 @@ def execute_candidate(database: Database, sql: str | None, *, explain: bool = Fa
         return Execution(None, False, "timeout", str(deadline.error("running a candidate query")))
     passed: list[str] = ["parse"]
     try:
-        parse_one_query(sql, database.profile)
+        tree = parse_one_query(sql, database.profile)
         if explain:
             database.explain(sql)
             passed.append("explain")
@@ -73,7 +73,7 @@ def execute_candidate(database: Database, sql: str | None, *, explain: bool = Fa
         return Execution(None, False, "timeout", str(error), tuple(passed))
     except QueryError as error:
         return Execution(None, False, "error", str(error), tuple(passed))
-    ordered = outermost_orders(parse_one_query(sql, database.profile))
+    ordered = outermost_orders(tree)
     return Execution(result, ordered, "ok", None, (*passed, "run"))
 
 

@@ -10,7 +10,6 @@ finding never reaches the prompt.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,9 +18,15 @@ from sqlglot import exp
 from ..config import Options
 from ..database import Database
 from ..deadline import Deadline
-from ..errors import LLMError, QueryError, QueryTimeoutError, QuestionTimeoutError, UnsafeSQLError
+from ..errors import (
+    LLMError,
+    QueryError,
+    QueryTimeoutError,
+    QuestionTimeoutError,
+    UnsafeSQLError,
+)
 from ..llm.base import ChatModel, ChatRequest
-from ..llm.prompts import probe_messages
+from ..llm.prompts import first_json_value, probe_messages
 from ..profiles import DialectProfile
 from ..report import Findings, Probe, VerificationReport
 from ..results import ResultSet
@@ -46,26 +51,10 @@ class ProbeDecision:
     value_mappings: dict[str, str] = field(default_factory=dict)
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in ``text`` (fenced or bare), or None."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start >= 0:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
-
-
 def parse_decision(text: str) -> ProbeDecision | None:
     """A reply in the probing protocol, or None when it is not one (no JSON, unknown action, no SQL)."""
-    data = _json_object(text)
-    if data is None:
+    data = first_json_value(text, "{")
+    if not isinstance(data, dict):
         return None
     action = str(data.get("action", "")).strip().lower()
     sql = data.get("probe_sql")
