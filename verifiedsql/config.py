@@ -88,6 +88,12 @@ class Options:
     review: bool = False  # R3: reviewers review the selected SQL, the writer rebuts and revises (a new candidate)
     reviewers: int = 3
     review_rounds: int = 3
+    # VET: trace the question in pandas steps on real data, rebuild the SQL from the trace, keep it if it agrees
+    vet: bool = False
+    vet_steps: int = 5
+    vet_step_repairs: int = 3
+    vet_max_rows: int = 10_000  # rows fetched per candidate table for the trace
+    vet_similarity: float = 0.6  # threshold of the question-reconstruction check (see verifiedsql/similarity.py)
 
     def __post_init__(self) -> None:
         if self.cache_mode not in ("off", "readwrite", "replay"):
@@ -110,6 +116,10 @@ class Options:
             raise ConfigurationError("prompt_budget_tokens must be positive.")
         if self.reviewers < 1 or self.review_rounds < 1:
             raise ConfigurationError("reviewers and review_rounds must be at least 1.")
+        if self.vet_steps < 1 or self.vet_step_repairs < 0 or self.vet_max_rows < 1:
+            raise ConfigurationError("vet_steps and vet_max_rows must be at least 1, vet_step_repairs 0 or more.")
+        if not -1.0 <= self.vet_similarity <= 1.0:
+            raise ConfigurationError("vet_similarity is a cosine similarity threshold between -1 and 1.")
 
     @classmethod
     def build(cls, values: Mapping[str, Any] | None = None) -> Options:

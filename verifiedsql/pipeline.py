@@ -27,6 +27,7 @@ from .stages.grounding import ground_values, render_matches
 from .stages.probe import Prober
 from .stages.review import PeerReview, review_selection
 from .stages.verify import Verifier
+from .stages.vet import ExecutionTracer, trace_selection
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,8 @@ def _timed(report: VerificationReport, stage: str, deadline: Deadline | None = N
 
 class Pipeline:
     """Context [compressed] -> [ground values] -> [probe] -> generate (self-refinement, [verify and repair])
-    -> cluster and select -> [consensus: explore, regenerate, re-vote] -> [R3 review] -> [dual-paradigm
-    test] -> answer. Bracketed stages run only when their option is on.
+    -> cluster and select -> [consensus: explore, regenerate, re-vote] -> [VET execution trace] -> [R3 review]
+    -> [dual-paradigm test] -> answer. Bracketed stages run only when their option is on.
 
     The whole question runs within ``question_timeout_s``: every model call's timeout is capped by the time
     left, and the stages stop when it is gone. The answer is then the best candidate that ran, reported
@@ -134,6 +135,10 @@ class Pipeline:
                 enforcer = ConsensusEnforcer(llm, self.database, self.options, report, deadline)
                 runs, clusters, selection = enforcer.enforce(text, schema_text, runs, clusters, selection,
                                                              verifier.verify if verifier else None)
+        if self.options.vet and not deadline.expired:  # VET: a trace-verified SQL may join the pool as "vet"
+            with _timed(report, "vet"):
+                tracer = ExecutionTracer(llm, self.database, self.options, report, deadline)
+                runs, clusters, selection = trace_selection(tracer, text, runs, clusters, selection)
         if self.options.review and selection is not None and not deadline.expired:
             with _timed(report, "review"):  # R3: the reviewed SQL may join the pool as a "review" candidate
                 reviewer = PeerReview(llm, self.database, self.options, text, schema_text, report, deadline)

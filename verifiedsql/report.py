@@ -138,7 +138,7 @@ class Candidate:
     """One generated SQL, how it fared, and which result cluster it landed in."""
 
     index: int
-    origin: str  # "greedy", "sample" or "review"
+    origin: str  # "greedy", "sample", "review" or "vet"
     sql: str
     status: CandidateStatus = "ok"
     error: str | None = None
@@ -198,6 +198,45 @@ class Review:
         return self.final_sql != self.initial_sql
 
 
+TraceOutcome = Literal["accepted", "rejected", "failed", "skipped"]
+
+
+@dataclass
+class TraceStep:
+    """One pandas step of an execution trace (VET): the code finally run, its kind as read from the code,
+    the rows before and after, the problem of each try that was turned down, and the stop check's answer."""
+
+    number: int
+    code: str = ""
+    kind: str = ""
+    rows_in: int | None = None
+    rows_out: int | None = None
+    status: Literal["accepted", "failed"] = "failed"
+    problems: list[str] = field(default_factory=list)
+    sufficient: str | None = None  # the stop check's reply: "YES", "NO" or "unclear"
+
+
+@dataclass
+class Trace:
+    """Verifiable execution tracing of the question (option ``vet``): the candidate column set, the steps,
+    the SQL reconstructed from them, both consistency checks and the outcome. ``candidate`` is the index of
+    the ``vet`` candidate added to the pool when the SQL was accepted."""
+
+    columns: dict[str, list[str]] = field(default_factory=dict)  # the candidate column set, by table
+    truncated: list[str] = field(default_factory=list)  # tables the trace saw only part of
+    steps: list[TraceStep] = field(default_factory=list)
+    stop: str = ""
+    sql: str | None = None
+    sql_problems: list[str] = field(default_factory=list)  # why each earlier reconstruction was turned down
+    consistent: bool = False  # the SQL's result equals the last step's output
+    reconstructed_question: str | None = None
+    similarity: float | None = None
+    similarity_check: str = ""  # "passed", "failed" or "not run: <why>"
+    outcome: TraceOutcome = "failed"
+    reason: str = ""
+    candidate: int | None = None
+
+
 @dataclass
 class Cluster:
     index: int
@@ -228,6 +267,7 @@ class VerificationReport:
     review: Review | None = None  # R3 review of the selected answer (review)
     exploration: list[Exploration] = field(default_factory=list)  # column exploration (consensus)
     consensus: Consensus | None = None  # consensus enforcement (consensus)
+    trace: Trace | None = None  # verifiable execution tracing (vet)
     # compress_schema: tokens_before, tokens_after, ratio (before/after), groups, tables_kept, tables_total, steps
     schema_compression: dict[str, Any] | None = None
 
@@ -284,6 +324,10 @@ class VerificationReport:
             lines.append(f"consensus: {self.consensus.trigger} -> {self.consensus.outcome} after "
                          f"{self.consensus.rounds} round(s), {len(self.exploration)} exploration queries "
                          f"({ran} ran) ({self.consensus.reason})")
+        if self.trace is not None:
+            t = self.trace
+            accepted = sum(step.status == "accepted" for step in t.steps)
+            lines.append(f"trace: {accepted} step(s) over {len(t.columns)} table(s) -> {t.outcome} ({t.reason})")
         if self.schema_compression is not None:
             s = self.schema_compression
             lines.append(f"schema: {s['tokens_before']} -> {s['tokens_after']} tokens ({s['ratio']}x smaller), "

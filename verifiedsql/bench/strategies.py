@@ -25,10 +25,16 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "+consensus": {"candidates": 5, "consensus": True},
     # Same candidate requests as self-consistency when no tables group and the schema fits the budget.
     "+compress": {"candidates": 5, "compress_schema": True},
+    # A budget below most Spider schemas (171-1,098 est. tokens), so trimming and table linking do run.
+    "+compress-250": {"candidates": 5, "compress_schema": True, "prompt_budget_tokens": 250},
     # Same candidates as self-consistency; R3 review of the selected SQL adds a "review" candidate.
     "+review": {"candidates": 5, "review": True},
     # R3 as a strategy of its own: greedy's one candidate, then review, rebuttal and revision.
     "review-only": {"candidates": 1, "review": True},
+    # Same candidates as self-consistency; VET traces the question in pandas and adds a "vet" candidate.
+    "+vet": {"candidates": 5, "vet": True},
+    # VET as a strategy of its own: greedy's one candidate, and the trace-verified SQL where one is accepted.
+    "vet-only": {"candidates": 1, "vet": True},
 }
 
 REFERENCE = "self-consistency"  # the baseline of "gap closed"

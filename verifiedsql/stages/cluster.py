@@ -6,7 +6,7 @@ wins; a tie goes to the cluster that holds the greedy candidate, then to the ear
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..report import Cluster, Confidence
 from ..results import Fingerprint, equivalent
@@ -67,3 +67,22 @@ def select_majority(runs: list[CandidateRun], clusters: list[Cluster]) -> Select
         how = "a tie broken by the greedy candidate" if len(tied) > 1 else "no majority"
         reason = f"{len(winner.members)} of {total} candidates agree ({how})"
     return Selection(winner, representative, confidence, reason)
+
+
+def join_pool(runs: list[CandidateRun], new_run: CandidateRun,
+              endorser: str) -> tuple[list[CandidateRun], list[Cluster], Selection]:
+    """Add ``new_run`` (which ran) to the pool, cluster and select again. It votes like any candidate; a tie
+    among the largest clusters that its cluster is part of goes to it, since ``endorser`` (e.g. "the R3
+    review") checked it. Returns the new runs, clusters and selection."""
+    assert new_run.result is not None
+    runs = [*runs, new_run]
+    clusters = cluster_runs(runs)
+    chosen = select_majority(runs, clusters)
+    assert chosen is not None  # the new candidate ran
+    own = next(c for c in clusters if new_run.candidate.index in c.members)
+    largest = max(len(c.members) for c in clusters)
+    if chosen.cluster.index != own.index and len(own.members) == largest:
+        reason = (chosen.reason.replace("broken by the greedy candidate", f"broken by {endorser}")
+                  if "greedy" in chosen.reason else f"{chosen.reason} (a tie broken by {endorser})")
+        chosen = replace(chosen, cluster=own, representative=new_run, reason=reason)
+    return runs, clusters, chosen

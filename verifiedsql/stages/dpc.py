@@ -22,7 +22,6 @@ from ..deadline import Deadline
 from ..errors import QuestionTimeoutError, VerifiedSQLError
 from ..llm.base import ChatModel
 from ..report import Cluster, DualParadigmTest, VerificationReport
-from ..results import ResultSet
 from ..sandbox import Sandbox
 from ..schema import Schema
 from ..softf1 import bipartite_soft_f1

@@ -16,7 +16,7 @@ candidate's cluster is part of goes to it (the reviewers endorsed it), which is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import cycle, islice
 
 from ..config import Options
@@ -43,7 +43,7 @@ from ..report import (
 )
 from ..results import ResultSet
 from .calls import call_model
-from .cluster import Selection, cluster_runs, select_majority
+from .cluster import Selection, join_pool
 from .generate import CandidateRun, execute_candidate, sql_of
 
 STOP_APPROVED = "all reviewers approved"
@@ -183,15 +183,4 @@ def review_selection(
                           row_count=reviewed.result.row_count, truncated=reviewed.result.truncated)
     candidate.attempts.append(reviewed.record.initial_sql)
     reviewed.record.candidate = index
-    new_run = CandidateRun(candidate, reviewed.result, reviewed.ordered)
-    runs = [*runs, new_run]
-    clusters = cluster_runs(runs)
-    chosen = select_majority(runs, clusters)
-    assert chosen is not None  # the review candidate ran
-    own = next(c for c in clusters if index in c.members)
-    largest = max(len(c.members) for c in clusters)
-    if chosen.cluster.index != own.index and len(own.members) == largest:
-        chosen = replace(chosen, cluster=own, representative=new_run,
-                         reason=chosen.reason.replace("broken by the greedy candidate", "broken by the R3 review")
-                         if "greedy" in chosen.reason else chosen.reason + " (a tie broken by the R3 review)")
-    return runs, clusters, chosen
+    return join_pool(runs, CandidateRun(candidate, reviewed.result, reviewed.ordered), "the R3 review")
