@@ -94,3 +94,20 @@ def test_probe_and_verify_with_the_local_model(concert_singer):
     assert all(p.sql.upper().rstrip().endswith(("LIMIT 20",)) or "LIMIT" in p.sql.upper()
                for p in report.probes if p.status == "ok")
     assert report.candidates[0].checks[:3] == ["parse", "explain", "run"]
+
+
+def test_execution_tracing_with_the_local_model(concert_singer):
+    """VET with the real model: pandas steps are asked for at temperature 0 and run in the sandbox, and the
+    trace ends in a recorded outcome; an accepted SQL matched the trace's output and joined the pool."""
+    engine = verifiedsql.create_engine(f"sqlite:///{concert_singer}", local_model="0.5b", candidates=1, vet=True)
+    with engine.connect() as conn:
+        result = conn.execute(verifiedsql.ask("How many singers do we have?"))
+        rows = result.all()
+    engine.dispose()
+    report, trace = result.verification, result.verification.trace
+    assert trace is not None and trace.steps and trace.outcome in ("accepted", "rejected", "failed"), report.summary()
+    assert "singer" in trace.columns
+    assert all(call.purpose != "vet-step" or call.prompt_tokens > 0 for call in report.llm_calls)
+    if trace.outcome == "accepted":
+        assert trace.consistent and report.candidates[-1].origin == "vet"
+    assert results_equivalent(ResultSet(("n",), tuple(rows)), gold(concert_singer, "SELECT count(*) FROM singer"))

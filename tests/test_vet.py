@@ -4,6 +4,8 @@ from the trace and kept only when it matches the trace and the question, on all 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -24,7 +26,14 @@ from verifiedsql.sandbox import Sandbox
 from verifiedsql.similarity import offline_similarity
 from verifiedsql.stages.vet import REPEATED, SQL_ATTEMPTS, ExecutionTracer
 from verifiedsql.stages.vet_data import candidate_tables, load_trace_data
-from verifiedsql.stages.vet_steps import outside_columns, outside_tables, rows_in, sanity_problem, step_shape
+from verifiedsql.stages.vet_steps import (
+    outside_columns,
+    outside_tables,
+    rows_in,
+    sanity_problem,
+    step_shape,
+    with_result,
+)
 
 QUESTION = "How many customers come from Brazil?"
 WRONG = "SELECT COUNT(*) FROM customers WHERE country = 'brazil'"  # 0 rows match: the value is 'Brazil'
@@ -110,6 +119,15 @@ def test_step_kinds_reads_and_column_literals():
     assert step_shape("result = customers[['name', 'country']]").kind == "transform"
     with pytest.raises(SyntaxError):
         step_shape("result = customers[")
+
+
+def test_an_unnamed_or_printed_output_becomes_result():
+    assert with_result("n = people['Nationality'].unique()\nprint(n)") == (
+        "n = people['Nationality'].unique()\nresult = n")
+    assert with_result("a = customers\nb = len(a)") == "a = customers\nb = len(a)\nresult = b"
+    assert with_result("customers.head()") == "result = customers.head()"
+    assert with_result("result = customers\nprint(result)") == "result = customers"
+    assert with_result("print(1, 2)") == "print(1, 2)" and with_result("result = (") == "result = ("
 
 
 def test_sanity_rules():
@@ -228,8 +246,9 @@ def test_a_step_outside_the_candidate_set_never_runs(shop_url, tmp_path):
 
 @needs_sandbox
 def test_repeated_code_and_the_repair_budget_end_the_trace(shop_url):
-    _, report, fake = ask(shop_url, script({1: ["result = customers['nope']"]}))
+    _, report, fake = ask(shop_url, script({1: ["print(customers['nope'])"]}))
     assert report.trace.steps[0].problems[-1] == REPEATED and report.trace.outcome == "failed"
+    assert report.trace.steps[0].code == "result = customers['nope']"  # the printed value became the output
     assert report.trace.reason == "no step was accepted" and report.sql == WRONG  # the greedy answer stands
     assert purposes(fake).count("vet-step") == 2
 
@@ -322,6 +341,23 @@ def test_without_a_sandbox_the_trace_is_skipped_and_no_code_is_asked_for(shop_ur
 
 
 @needs_sandbox
+def test_an_array_output_is_one_column(shop_url):
+    steps = {1: ["countries = customers['country'].unique()\nprint(countries)"], 2: ["result = len(result)"]}
+    fake = script(steps, sql="SELECT COUNT(DISTINCT country) FROM customers", restated="How many countries are there?")
+    _, report, _ = ask(shop_url, fake, question="How many different countries are there?")
+    assert [(s.rows_in, s.rows_out) for s in report.trace.steps] == [(10, 6), (6, 1)]
+    assert report.trace.consistent
+
+
+@needs_sandbox
 def test_vet_answers_when_every_candidate_failed(shop_url):
     rows, report, _ = ask(shop_url, script({1: [FILTER], 2: [COUNT]}, generated="SELECT nope FROM nowhere"))
     assert rows == [(2,)] and report.sql == RIGHT and report.candidates[0].status == "error"
+
+
+@pytest.mark.skipif(offline_similarity() is None, reason="wordllama is not installed")
+def test_loading_the_embedding_model_leaves_the_root_logger_alone():
+    code = ("import logging; from verifiedsql.similarity import offline_similarity; "
+            "assert offline_similarity() is not None; root = logging.getLogger(); "
+            "assert not root.handlers and root.level == logging.WARNING, (root.handlers, root.level)")
+    subprocess.run([sys.executable, "-c", code], check=True)

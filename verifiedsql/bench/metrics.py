@@ -147,7 +147,8 @@ class VersusReference:
 
 
 def _stage_counts(rows: list[Record]) -> dict[str, int]:
-    """Counts of what the optional stages did: DPC outcomes and MDD methods, probes run, repairs."""
+    """Counts of what the optional stages did: DPC outcomes and MDD methods, probes run, repairs, review,
+    consensus, trace outcomes and schema linking."""
     counts: Counter[str] = Counter()
     for r in rows:
         dpc = r.get("dpc")
@@ -160,6 +161,18 @@ def _stage_counts(rows: list[Record]) -> dict[str, int]:
         counts["probes run"] += sum(status == "ok" for status in r.get("probes", []))
         counts["probe replies not in the protocol"] += sum(status == "invalid" for status in r.get("probes", []))
         counts["repairs"] += r.get("repairs", 0)
+        review, consensus, trace = r.get("review"), r.get("consensus"), r.get("trace")
+        if review:
+            counts["review revised the SQL"] += review["changed"]
+            counts["review answer chosen"] += review["chosen"]
+        if consensus:
+            counts[f"consensus {consensus['trigger']} -> {consensus['outcome']}"] += 1
+        if trace:
+            counts[f"trace {trace['outcome']}"] += 1
+            counts["trace answer chosen"] += trace["chosen"]
+        compression = r.get("compression")
+        if compression and compression["tables_kept"] < compression["tables_total"]:
+            counts["schema linking dropped tables"] += 1
     return {k: v for k, v in sorted(counts.items()) if v}
 
 

@@ -98,7 +98,8 @@ def _report_fields(report: VerificationReport | None) -> dict[str, Any]:
 
 
 def _stage_fields(report: VerificationReport | None) -> dict[str, Any]:
-    """What the optional stages did (probes, repairs, the dual-paradigm test), for the stage breakdowns."""
+    """What the optional stages did (probes, repairs, DPC, review, consensus, trace, compression), for the
+    stage breakdowns."""
     if report is None:
         return {}
     fields: dict[str, Any] = {
@@ -114,6 +115,27 @@ def _stage_fields(report: VerificationReport | None) -> dict[str, Any]:
             "solver_attempts": test.solver_attempts, "scores": test.scores, "tokens": test.tokens,
             "seconds": test.seconds,
         }
+    if report.review is not None:
+        review = report.review
+        fields["review"] = {"rounds": len(review.rounds), "changed": review.changed, "stop": review.stop[:200],
+                            "chosen": review.changed and report.sql == review.final_sql}
+    if report.consensus is not None:
+        consensus = report.consensus
+        fields["consensus"] = {"trigger": consensus.trigger, "outcome": consensus.outcome,
+                               "explorations": len(report.exploration),
+                               "explorations_ran": sum(e.status == "ok" for e in report.exploration)}
+    if report.trace is not None:
+        trace = report.trace
+        fields["trace"] = {
+            "outcome": trace.outcome, "reason": trace.reason[:300], "stop": trace.stop,
+            "steps": sum(step.status == "accepted" for step in trace.steps),
+            "step_tries": sum(len(step.problems) + (step.status == "accepted") for step in trace.steps),
+            "consistent": trace.consistent, "similarity": trace.similarity,
+            "similarity_check": trace.similarity_check[:80],
+            "chosen": trace.candidate is not None and report.sql == trace.sql,
+        }
+    if report.schema_compression is not None:
+        fields["compression"] = dict(report.schema_compression)
     return fields
 
 

@@ -4,7 +4,8 @@ from the verified trace and kept only when its result equals the trace's last ou
 answers reads like the one asked.
 
 1. Candidate column set and data (``vet_data``): bounded read-only fetches of the candidate tables.
-2. Steps, at most ``vet_steps``: a step is rejected before it runs when it reads a table or column outside
+2. Steps, at most ``vet_steps``: prints are dropped and an unnamed output becomes ``result``
+   (``vet_steps.with_result``); a step is rejected before it runs when it reads a table or column outside
    the candidate set, and after it runs when it fails or breaks a sanity rule (``vet_steps``); each step
    gets at most ``vet_step_repairs`` repairs. After each accepted step a zero-temperature YES/NO check
    asks whether the last output already answers the question.
@@ -47,9 +48,12 @@ from .cluster import Selection, join_pool
 from .generate import CandidateRun, Execution, execute_candidate, sql_of
 from .scratch import open_scratch
 from .vet_data import TraceData, candidate_tables, load_trace_data
-from .vet_steps import outside_columns, outside_tables, rows_in, sanity_problem, step_shape
+from .vet_steps import outside_columns, outside_tables, rows_in, sanity_problem, step_shape, with_result
 
 SQL_ATTEMPTS = 3
+# after every step program (not shown to the model): an array or list output is one column, not one cell
+AS_COLUMN = ("if isinstance(result, (np.ndarray, list, tuple, set, pd.Index)):\n"
+             "    result = pd.DataFrame({'result': list(result)})")
 PREVIEW_ROWS = 10
 NO_CODE = "the reply holds no ```python code block"
 REPEATED = "the repair repeated the code that was turned down"
@@ -156,6 +160,7 @@ class ExecutionTracer:
         for _ in range(self.options.vet_step_repairs + 1):
             reply = self._ask(prompt, "vet-step")
             code = extract_python(reply.text)
+            code = with_result(code) if code else code
             if code is not None and code == previous:
                 step.problems.append(REPEATED)
                 return None
@@ -184,7 +189,7 @@ class ExecutionTracer:
         if tables or columns:
             names = ", ".join(tables + columns)
             return f"it uses {names}, outside the candidate tables and columns: use only the DataFrames listed", None
-        program = "\n\n".join([*(s.code for s in accepted), code])
+        program = "\n\n".join([*(s.code for s in accepted), code, AS_COLUMN])
         run = self.sandbox.run_pandas(program, data.frames)
         if not run.ok:
             return f"it failed: {error_tail(run.error or 'no error message')}", None

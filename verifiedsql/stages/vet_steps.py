@@ -85,6 +85,47 @@ def _reads_before_writes(tree: ast.Module) -> set[str]:
     return reads
 
 
+def _is_print(statement: ast.stmt) -> bool:
+    return (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Name) and statement.value.func.id == "print")
+
+
+def _assigns_result(statement: ast.stmt) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == "result" and isinstance(n.ctx, ast.Store)
+               for n in ast.walk(statement))
+
+
+def with_result(code: str) -> str:
+    """The step with top-level ``print(...)`` calls dropped and its output named ``result``: small models
+    often print their answer or leave it in a variable. When no top-level statement assigns ``result``,
+    the last bare expression, the last printed value or the last assigned name becomes it. Code that does
+    not parse, or has nothing to name, is returned unchanged."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    body: list[ast.stmt] = []
+    printed: ast.expr | None = None
+    for statement in tree.body:
+        if _is_print(statement):
+            call = statement.value  # type: ignore[attr-defined]
+            printed = call.args[0] if len(call.args) == 1 and not call.keywords else printed
+            continue
+        body.append(statement)
+    if not any(_assigns_result(statement) for statement in body):
+        last = body[-1] if body else None
+        if isinstance(last, ast.Expr):
+            body[-1] = ast.Assign(targets=[ast.Name("result", ast.Store())], value=last.value)
+        elif printed is not None:
+            body.append(ast.Assign(targets=[ast.Name("result", ast.Store())], value=printed))
+        elif isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name):
+            body.append(ast.Assign(targets=[ast.Name("result", ast.Store())], value=ast.Name(last.targets[0].id)))
+    if not body:
+        return code
+    tree.body = body
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
 def step_shape(code: str) -> StepShape:
     """The shape of one step; ``SyntaxError`` propagates (the step is repaired like any failure)."""
     tree = ast.parse(code)
