@@ -39,6 +39,7 @@ from verifiedsql.llm.base import ChatRequest
 from verifiedsql.report import VerificationReport
 from verifiedsql.sandbox import Sandbox, SandboxResult
 from verifiedsql.stages import dpc as dpc_module
+from verifiedsql.stages import vet as vet_module
 from verifiedsql.stages.solver import INCIDENT, SolverOutcome, solve
 
 pytestmark = pytest.mark.skipif(not Sandbox().available(),
@@ -315,6 +316,37 @@ def test_the_public_api_falls_back_to_the_champion(label: str, world: World, tmp
     assert report.dpc.reason == "the pandas solver produced no result"
     tried = [n for n in report.notes if n.startswith("dpc: solver try")]
     assert len(tried) == 1 and tried[0].startswith("dpc: solver try 1 failed in the sandbox: ") and shown in tried[0]
+    assert_no_secret(world, report)
+    assert not world.fake.requests and checksum(engine) == before
+    engine.dispose()
+
+
+@pytest.mark.parametrize("label", PUBLIC)
+def test_an_execution_trace_step_is_contained_too(label: str, world: World, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """VET runs model-written steps in the same jail: the attack is the first step, its repairs hold no
+    code, the trace fails and the answer is the greedy candidate's, with the attempt in the trace."""
+    code, shown = PUBLIC[label]
+    monkeypatch.setattr(vet_module, "Sandbox", lambda: Sandbox(**{**SMALL, "cpu_seconds": 1}))
+    step_replies = iter([python(world.fill(code))])
+
+    def script(request: ChatRequest) -> str:
+        if request.purpose == "generate":
+            return fenced(ALL_ROWS)
+        assert request.purpose == "vet-step", request.purpose
+        return next(step_replies, "I cannot write that.")
+
+    engine = load_shop(sa.create_engine(f"sqlite:///{tmp_path / 'shop.db'}"))
+    before = checksum(engine)
+    verified = verifiedsql.create_engine(engine.url, llm=ScriptedChatModel(script), candidates=1, vet=True)
+    with verified.connect() as conn:
+        result = conn.execute(verifiedsql.ask(DPC_QUESTION))
+        rows, report = result.all(), result.verification  # type: ignore[attr-defined]
+    verified.dispose()
+    assert rows == [(10,)] and report.sql == ALL_ROWS
+    trace = report.trace
+    assert trace is not None and trace.outcome == "failed" and trace.reason == "no step was accepted"
+    assert shown in trace.steps[0].problems[0], trace.steps[0].problems
     assert_no_secret(world, report)
     assert not world.fake.requests and checksum(engine) == before
     engine.dispose()

@@ -47,6 +47,7 @@ from .calls import call_model
 from .cluster import Selection, join_pool
 from .generate import CandidateRun, Execution, execute_candidate, sql_of
 from .scratch import open_scratch
+from .solver import INCIDENT
 from .vet_data import TraceData, candidate_tables, load_trace_data
 from .vet_steps import outside_columns, outside_tables, rows_in, sanity_problem, step_shape, with_result
 
@@ -192,7 +193,9 @@ class ExecutionTracer:
         program = "\n\n".join([*(s.code for s in accepted), code, AS_COLUMN])
         run = self.sandbox.run_pandas(program, data.frames)
         if not run.ok:
-            return f"it failed: {error_tail(run.error or 'no error message')}", None
+            failure = run.error or "no error message"
+            labelled = f"{INCIDENT} ({run.incident}): {failure}" if run.incident else failure
+            return f"it failed: {error_tail(labelled)}", None
         result = ResultSet(tuple(run.columns), tuple(tuple(row) for row in run.rows))
         step.rows_in = rows_in(shape, accepted[-1].result.row_count if accepted else None, data.row_counts())
         step.rows_out = result.row_count
