@@ -20,7 +20,7 @@ from verifiedsql.config import Options
 from verifiedsql.database import Database
 from verifiedsql.deadline import Deadline
 from verifiedsql.llm.base import ChatRequest
-from verifiedsql.llm.vet_prompts import parse_yes_no
+from verifiedsql.llm.vet_prompts import parse_yes_no, restated_question
 from verifiedsql.report import VerificationReport
 from verifiedsql.sandbox import Sandbox
 from verifiedsql.similarity import offline_similarity
@@ -148,6 +148,13 @@ def test_candidate_set_checks():
     assert outside_columns(shape, ["id", "country"], ["id", "country", "email"]) == ["email"]
     assert outside_columns(step_shape("result = customers[['id', 'rate']]"), ["id"], ["id", "email"]) == []
     assert outside_tables(shape, ["customers"], ["customers", "suppliers"]) == ["suppliers"]
+
+
+def test_the_restated_question_is_read_from_prose_not_sql():
+    assert restated_question("How many customers are there?") == "How many customers are there?"
+    assert restated_question("```sql\nSELECT x FROM t\n```\nQuestion: **What is x?**") == "What is x?"
+    assert restated_question("SELECT name FROM t WHERE a = 1\nThe names of t") == "The names of t"
+    assert restated_question("SELECT course_description FROM Courses") == ""
 
 
 def test_yes_no_is_strict():

@@ -52,7 +52,7 @@ SQL_RETRY = "{problem}\n\nWrite the query again so that it returns exactly the l
 
 QUESTION_SYSTEM = (
     "You read a SQL query and its result and write the one question, in plain English, that the query "
-    "answers. Reply with the question only."
+    "answers. Reply with the question only: one English sentence ending with a question mark, no SQL."
 )
 
 QUESTION_USER = "Database tables:\n{schema}\n\n```sql\n{sql}\n```\n\nResult:\n{result}\n\nThe question it answers:"
@@ -109,3 +109,18 @@ def sql_retry_feedback(problem: str) -> str:
 
 def question_messages(schema_text: str, sql: str, result: str) -> tuple[Message, ...]:
     return messages(QUESTION_SYSTEM, QUESTION_USER.format(schema=schema_text, sql=sql, result=result))
+
+
+_CODE_LINE = re.compile(r"^\s*(```|select\b|with\b|from\b|where\b|group\b|order\b|join\b)", re.IGNORECASE)
+
+
+_LABEL = re.compile(r"^(?:question|q)\s*:\s*", re.IGNORECASE)
+
+
+def restated_question(text: str) -> str:
+    """The question in a question-reconstruction reply: the first line ending with "?", else the first line
+    that is not code or SQL; empty when the reply holds only code."""
+    lines = [_LABEL.sub("", line.replace("**", "").strip().strip("\"'").strip()) for line in text.splitlines()]
+    prose = [line for line in lines if line and not _CODE_LINE.match(line)]
+    asked = [line for line in prose if line.endswith("?")]
+    return (asked or prose or [""])[0]

@@ -32,6 +32,7 @@ from ..llm.dpc_prompts import error_tail, extract_python, follow_up, render_data
 from ..llm.vet_prompts import (
     parse_yes_no,
     question_messages,
+    restated_question,
     sql_messages,
     sql_retry_feedback,
     step_messages,
@@ -253,7 +254,7 @@ class ExecutionTracer:
             return _accept(traced, record, "the SQL's result equals the trace's last output")
         result_text = render_rows(traced.result.columns, traced.result.rows, PREVIEW_ROWS)
         reply = self._ask(question_messages(schema_text, traced.sql, result_text), "vet-question", 96)
-        restated = reply.text.strip().splitlines()[0].strip() if reply.text.strip() else ""
+        restated = restated_question(reply.text)
         record.reconstructed_question = restated
         record.similarity = round(self.similarity.similarity(question, restated), 4) if restated else 0.0
         if record.similarity < self.options.vet_similarity:
