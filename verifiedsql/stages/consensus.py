@@ -10,13 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from ..config import Options
-from ..database import Database
-from ..deadline import Deadline
 from ..errors import LLMError, QuestionTimeoutError
-from ..llm.base import ChatModel
 from ..llm.prompts import with_context
-from ..report import Cluster, Consensus, VerificationReport
+from ..report import Cluster, Consensus
+from .base import Stage
 from .cluster import Selection, cluster_runs, select_majority
 from .dpc import DualParadigmSelector
 from .explore import Explorer
@@ -56,17 +53,9 @@ def describe_candidates(runs: Sequence[CandidateRun], clusters: Sequence[Cluster
     return "Every candidate query failed:\n" + ("\n".join(parts) if parts else "(no SQL was written)")
 
 
-class ConsensusEnforcer:
+class ConsensusEnforcer(Stage):
     """Runs consensus enforcement for one question within the ``deadline`` and records it in
     ``report.consensus`` (and the exploration queries in ``report.exploration``)."""
-
-    def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport,
-                 deadline: Deadline | None = None) -> None:
-        self.llm = llm
-        self.database = database
-        self.options = options
-        self.report = report
-        self.deadline = deadline or Deadline()
 
     def enforce(
         self,

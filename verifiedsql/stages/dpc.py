@@ -25,6 +25,7 @@ from ..report import Cluster, DualParadigmTest, VerificationReport
 from ..sandbox import Sandbox
 from ..schema import Schema
 from ..softf1 import bipartite_soft_f1
+from .base import Stage
 from .cluster import Selection
 from .dpc_data import MDD, SchemaSlice
 from .generate import CandidateRun
@@ -73,18 +74,14 @@ def _samples(schema: Schema, slice_: SchemaSlice) -> dict[str, dict[str, tuple[A
     return found
 
 
-class DualParadigmSelector:
+class DualParadigmSelector(Stage):
     """Runs the DPC test for one question, within the ``deadline`` (none: no limit), and records it in
     ``report.dpc``; when the time runs out the champion stands."""
 
     def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport,
                  sandbox: Sandbox | None = None, deadline: Deadline | None = None) -> None:
-        self.llm = llm
-        self.database = database
-        self.options = options
-        self.report = report
+        super().__init__(llm, database, options, report, deadline)
         self.sandbox = sandbox or Sandbox()
-        self.deadline = deadline or Deadline()
 
     def select(self, question: str, runs: Sequence[CandidateRun], clusters: Sequence[Cluster],
                selection: Selection) -> Selection:

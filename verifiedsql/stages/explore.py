@@ -14,9 +14,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..config import Options
-from ..database import Database
-from ..deadline import Deadline
 from ..errors import (
     LLMError,
     QueryError,
@@ -24,16 +21,16 @@ from ..errors import (
     QuestionTimeoutError,
     UnsafeSQLError,
 )
-from ..llm.base import ChatModel, ChatRequest, Message
+from ..llm.base import Message
 from ..llm.prompts import (
     explore_fix_messages,
     explore_messages,
     extract_sql,
     first_json_value,
 )
-from ..report import Exploration, VerificationReport
+from ..report import Exploration
 from ..schema import Schema
-from .calls import call_model
+from .base import Stage
 from .probe import bound_probe, example_probe, preview
 
 MAX_CORRECTIONS = 3  # self-corrections of one failing exploration query
@@ -75,17 +72,9 @@ def render_explorations(explorations: list[Exploration]) -> str:
     return f"Exploration results (read-only queries already run on this database):\n{shown}"
 
 
-class Explorer:
+class Explorer(Stage):
     """Runs the column-exploration loop for one question within the ``deadline`` and records every query in
     ``report.exploration``."""
-
-    def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport,
-                 deadline: Deadline | None = None) -> None:
-        self.llm = llm
-        self.database = database
-        self.options = options
-        self.report = report
-        self.deadline = deadline or Deadline()
 
     def explore(self, question: str, schema: Schema, schema_text: str, candidates: str, *, tie: bool) -> str:
         """Ask for exploration queries, run them (correcting failures), and return the results block ("" when
@@ -130,10 +119,8 @@ class Explorer:
         return render_explorations(self.report.exploration)
 
     def _ask(self, request_messages: tuple[Message, ...], purpose: str, seed: int) -> str | None:
-        request = ChatRequest(messages=request_messages, temperature=0.0, max_tokens=self.options.max_tokens,
-                              seed=seed, purpose=purpose)
         try:
-            return call_model(self.llm, request, self.report).text
+            return self.ask(request_messages, purpose, seed=seed).text
         except (LLMError, QuestionTimeoutError) as error:
             self.report.notes.append(f"exploration stopped: {error}")
             return None

@@ -25,14 +25,14 @@ from ..errors import (
     QuestionTimeoutError,
     UnsafeSQLError,
 )
-from ..llm.base import ChatModel, ChatRequest
+from ..llm.base import ChatModel
 from ..llm.prompts import first_json_value, probe_messages
 from ..profiles import DialectProfile
 from ..report import Findings, Probe, VerificationReport
 from ..results import ResultSet
 from ..safety import check_query
 from ..schema import Schema
-from .calls import call_model
+from .base import Stage
 from .grounding import TEXT_TYPE, question_terms
 
 PROBE_LIMIT = 20
@@ -111,17 +111,13 @@ def example_probe(profile: DialectProfile, schema: Schema, question: str) -> str
     return profile.probe_template.format(table=table, column=column, term=term)
 
 
-class Prober:
+class Prober(Stage):
     """Runs the probing loop for one question, within the ``deadline`` (none: no limit), and records probes
     and findings in the report."""
 
     def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport,
                  deadline: Deadline | None = None) -> None:
-        self.llm = llm
-        self.database = database
-        self.options = options
-        self.report = report
-        self.deadline = deadline or Deadline()
+        super().__init__(llm, database, options, report, deadline)
         self._seen_values: set[str] = set()
         self._asked: set[str] = set()
 
@@ -132,10 +128,8 @@ class Prober:
         invalid_in_a_row = 0
         for step in range(self.options.max_probes):
             messages = probe_messages(self.database.profile, schema_text, question, example, "\n\n".join(history))
-            request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
-                                  seed=step, purpose="probe")
             try:
-                reply = call_model(self.llm, request, self.report)
+                reply = self.ask(messages, "probe", seed=step)
             except LLMError as error:
                 self.report.notes.append(f"probing stopped: the model could not be reached ({error})")
                 break

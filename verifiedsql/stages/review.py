@@ -23,7 +23,7 @@ from ..config import Options
 from ..database import Database
 from ..deadline import Deadline
 from ..errors import LLMError, QuestionTimeoutError
-from ..llm.base import ChatModel, ChatRequest, ChatResponse
+from ..llm.base import ChatModel, ChatResponse
 from ..llm.review_prompts import (
     FALLBACK_PROFESSIONS,
     parse_professions,
@@ -42,7 +42,7 @@ from ..report import (
     VerificationReport,
 )
 from ..results import ResultSet
-from .calls import call_model
+from .base import Stage
 from .cluster import Selection, join_pool
 from .generate import CandidateRun, execute_candidate, sql_of
 
@@ -64,18 +64,14 @@ class Reviewed:
     record: Review
 
 
-class PeerReview:
+class PeerReview(Stage):
     """Runs the R3 review of one SQL for one question, within the ``deadline`` (none: no limit)."""
 
     def __init__(self, llm: ChatModel, database: Database, options: Options, question: str,
                  schema_text: str, report: VerificationReport, deadline: Deadline | None = None) -> None:
-        self.llm = llm
-        self.database = database
-        self.options = options
+        super().__init__(llm, database, options, report, deadline)
         self.question = question
         self.schema_text = schema_text
-        self.report = report
-        self.deadline = deadline or Deadline()
         self.profile = database.profile
 
     def review(self, run: CandidateRun) -> Reviewed:
@@ -135,11 +131,9 @@ class PeerReview:
     def _professions(self, sql: str) -> tuple[list[str], str]:
         """``reviewers`` professions from the model, or the fallback list when its reply is unusable."""
         n = self.options.reviewers
-        request = ChatRequest(messages=profession_messages(self.profile, self.schema_text, self.question, sql, n),
-                              temperature=0.0, max_tokens=self.options.max_tokens, seed=0,
-                              purpose="review-professions")
+        messages = profession_messages(self.profile, self.schema_text, self.question, sql, n)
         try:
-            names = parse_professions(call_model(self.llm, request, self.report).text, n)
+            names = parse_professions(self.ask(messages, "review-professions").text, n)
         except LLMError as error:
             self.report.notes.append(f"review: no reviewer professions from the model ({error}); using the fallback")
             names = None
@@ -149,10 +143,8 @@ class PeerReview:
 
     def _verdict(self, index: int, profession: str, sql: str, result: ResultSet) -> ReviewVerdict:
         messages = reviewer_messages(self.profile, profession, self.schema_text, self.question, sql, result)
-        request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
-                              seed=index, purpose="review")
         try:
-            reply = call_model(self.llm, request, self.report)
+            reply = self.ask(messages, "review", seed=index)
         except LLMError as error:
             return ReviewVerdict(index, profession, "unavailable", str(error)[:300])
         verdict, explanation = parse_verdict(reply.text)
@@ -162,9 +154,7 @@ class PeerReview:
                failed: tuple[str, str] | None) -> ChatResponse:
         reviews = [(v.profession, v.verdict, v.explanation) for v in verdicts if v.verdict != "unavailable"]
         messages = writer_messages(self.profile, self.schema_text, self.question, sql, result, reviews, failed)
-        request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
-                              seed=0, purpose="review-revise")
-        return call_model(self.llm, request, self.report)
+        return self.ask(messages, "review-revise")
 
 
 def review_selection(

@@ -12,11 +12,11 @@ from ..config import Options
 from ..database import Database
 from ..deadline import Deadline
 from ..errors import LLMError, QuestionTimeoutError, UnsafeSQLError
-from ..llm.base import ChatModel, ChatRequest
+from ..llm.base import ChatModel
 from ..llm.prompts import repair_messages
 from ..report import Repair, VerificationReport
 from ..results import ResultSet
-from .calls import call_model
+from .base import Stage
 from .constraints import Constraint, ConstraintType, check_constraints
 from .generate import CandidateRun, execute_candidate, sql_of
 
@@ -41,22 +41,18 @@ class _Version:
     problems: list[str]
 
 
-class Verifier:
+class Verifier(Stage):
     """Checks and repairs the candidates of one question, within the ``deadline`` (none: no limit);
     ``verify`` is the generator's after-run hook."""
 
     def __init__(self, llm: ChatModel, database: Database, options: Options, question: str,
                  schema_text: str, constraints: Sequence[Constraint], report: VerificationReport,
                  deadline: Deadline | None = None) -> None:
-        self.llm = llm
-        self.database = database
-        self.options = options
+        super().__init__(llm, database, options, report, deadline)
         self.question = question
         self.schema_text = schema_text
         self.constraints = list(constraints)
-        self.report = report
         self.rows_expected = implies_rows(question, constraints)
-        self.deadline = deadline or Deadline()
 
     def problems(self, sql: str, result: ResultSet) -> list[str]:
         """What ``sql`` (which ran and gave ``result``) fails to do."""
@@ -105,10 +101,8 @@ class Verifier:
     def _repair(self, index: int, sql: str, problems: list[str]) -> str | None:
         """The model's repaired SQL, or None when it gave none (or could not be reached in time)."""
         messages = repair_messages(self.database.profile, self.schema_text, self.question, sql, problems)
-        request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
-                              seed=index, purpose="repair")
         try:
-            reply = call_model(self.llm, request, self.report)
+            reply = self.ask(messages, "repair", seed=index)
         except (LLMError, QuestionTimeoutError) as error:
             self.report.notes.append(f"candidate {index} could not be repaired: {error}")
             return None

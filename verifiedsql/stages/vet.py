@@ -27,7 +27,7 @@ from ..config import Options
 from ..database import Database
 from ..deadline import Deadline
 from ..errors import LLMError, QueryError, QueryTimeoutError, SandboxError, SliceError
-from ..llm.base import ChatModel, ChatRequest, ChatResponse, Message
+from ..llm.base import ChatModel
 from ..llm.dpc_prompts import error_tail, extract_python, follow_up, render_dataframe, render_rows
 from ..llm.vet_prompts import (
     parse_yes_no,
@@ -44,7 +44,7 @@ from ..results import ResultSet, results_equivalent
 from ..sandbox import Sandbox
 from ..schema import render_table
 from ..similarity import Similarity, offline_similarity, unavailable_reason
-from .calls import call_model
+from .base import Stage
 from .cluster import Selection, join_pool
 from .generate import CandidateRun, Execution, execute_candidate, sql_of
 from .scratch import open_scratch
@@ -81,17 +81,13 @@ class Traced:
     ordered: bool
 
 
-class ExecutionTracer:
+class ExecutionTracer(Stage):
     """Runs VET for one question within the ``deadline`` and records it in ``report.trace``."""
 
     def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport,
                  deadline: Deadline | None = None, sandbox: Sandbox | None = None,
                  similarity: Similarity | None = None, use_similarity: bool = True) -> None:
-        self.llm = llm
-        self.database = database
-        self.options = options
-        self.report = report
-        self.deadline = deadline or Deadline()
+        super().__init__(llm, database, options, report, deadline)
         self.sandbox = sandbox or Sandbox()
         self.similarity = similarity if similarity is not None or not use_similarity else offline_similarity()
 
@@ -127,11 +123,6 @@ class ExecutionTracer:
 
     # ---------------------------------------------------------------------------------------- steps
 
-    def _ask(self, prompt: tuple[Message, ...], purpose: str, max_tokens: int | None = None) -> ChatResponse:
-        request = ChatRequest(messages=prompt, temperature=0.0, max_tokens=max_tokens or self.options.max_tokens,
-                              seed=0, purpose=purpose)
-        return call_model(self.llm, request, self.report)
-
     def _steps(self, question: str, data: TraceData, record: Trace) -> list[StepOutput]:
         tables_text = "\n\n".join(render_dataframe(t, [str(d) for d in data.frames[t.name].dtypes],
                                                    data.rows[t.name][:3]) for t in data.tables)
@@ -147,7 +138,7 @@ class ExecutionTracer:
                 record.stop = f"step {number} was not accepted after {len(step.problems)} tries"
                 break
             accepted.append(output)
-            reply = self._ask(stop_messages(question, [(s.code, s.preview()) for s in accepted]), "vet-stop", 4)
+            reply = self.ask(stop_messages(question, [(s.code, s.preview()) for s in accepted]), "vet-stop", max_tokens=4)
             verdict = parse_yes_no(reply.text)
             step.sufficient = {True: "YES", False: "NO", None: "unclear"}[verdict]
             if verdict:
@@ -160,7 +151,7 @@ class ExecutionTracer:
         first = step_messages(tables_text, question, [(s.code, s.preview()) for s in accepted])
         prompt, previous = first, None
         for _ in range(self.options.vet_step_repairs + 1):
-            reply = self._ask(prompt, "vet-step")
+            reply = self.ask(prompt, "vet-step")
             code = extract_python(reply.text)
             code = with_result(code) if code else code
             if code is not None and code == previous:
@@ -213,7 +204,7 @@ class ExecutionTracer:
         target = steps[-1].result
         for _ in range(SQL_ATTEMPTS):
             self.deadline.check("reconstructing SQL from the execution trace")
-            reply = self._ask(prompt, "vet-sql")
+            reply = self.ask(prompt, "vet-sql")
             sql = sql_of(reply)
             record.sql = sql
             execution = execute_candidate(self.database, sql, explain=True, deadline=self.deadline)
@@ -253,7 +244,7 @@ class ExecutionTracer:
             record.similarity_check = unavailable_reason()
             return _accept(traced, record, "the SQL's result equals the trace's last output")
         result_text = render_rows(traced.result.columns, traced.result.rows, PREVIEW_ROWS)
-        reply = self._ask(question_messages(schema_text, traced.sql, result_text), "vet-question", 96)
+        reply = self.ask(question_messages(schema_text, traced.sql, result_text), "vet-question", max_tokens=96)
         restated = restated_question(reply.text)
         record.reconstructed_question = restated
         record.similarity = round(self.similarity.similarity(question, restated), 4) if restated else 0.0
