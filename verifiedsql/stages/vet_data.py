@@ -82,7 +82,8 @@ def load_trace_data(database: Database, tables: list[Table], max_rows: int, dead
         if len(result.rows) > bound or result.truncated:
             truncated.append(table.name)
         rows[table.name] = _reordered(result.columns, fetched, table)
-    slice_ = SchemaSlice(tuple(tables), database.profile.name, scratch_dialect_for(database.profile),
-                         transpiled=scratch_dialect_for(database.profile) != database.profile.name)
+    scratch_dialect = scratch_dialect_for(database.profile)
+    slice_ = SchemaSlice(tuple(tables), database.profile.name, scratch_dialect,
+                         transpiled=scratch_dialect != database.profile.name)
     frames = {name: frame for name, (frame, _) in slice_frames(slice_, rows).items()}
     return TraceData(slice_, rows, frames, truncated)
