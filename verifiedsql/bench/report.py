@@ -9,6 +9,7 @@ import platform
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .anatomy import ERROR_CLASSES, OUTCOMES, anatomy
 from .hardness import LEVELS
 from .metrics import Spread, Summary, breakdown, versus_reference
 from .strategies import REFERENCE
@@ -82,6 +83,30 @@ def _versus_table(records: list[dict[str, Any]], strategies: list[str]) -> list[
     return lines + [""]
 
 
+def _anatomy_tables(records: list[dict[str, Any]], strategies: list[str]) -> list[str]:
+    """Why questions ended as they did (outcome classes) and why candidates failed (error classes)."""
+    found = [anatomy(records, s) for s in strategies]
+    found = [a for a in found if a.questions]
+    if not found:
+        return []
+    lines = ["### Failure anatomy", "",
+             "- Outcome of each question: right; majority wrong (a correct candidate was in the pool but "
+             "not chosen); pool all wrong (candidates ran, none right); no candidate ran.", "",
+             "| strategy | questions | " + " | ".join(OUTCOMES) + " |", "|---|---:|" + "---:|" * len(OUTCOMES)]
+    for a in found:
+        lines.append(f"| {a.strategy} | {a.questions} | " + " | ".join(str(a.outcomes[o]) for o in OUTCOMES) + " |")
+    classes = [c for c in ERROR_CLASSES if any(c in a.errors for a in found)]
+    if classes:
+        lines += ["", "- Error class of each failing candidate (after its self-repairs), read from the engine's "
+                  "message.", "",
+                  "| strategy | candidates | failed | " + " | ".join(classes) + " |",
+                  "|---|---:|---:|" + "---:|" * len(classes)]
+        for a in found:
+            lines.append(f"| {a.strategy} | {a.candidates} | {a.failed_candidates} | "
+                         + " | ".join(str(a.errors.get(c, 0)) for c in classes) + " |")
+    return lines + [""]
+
+
 def markdown(config: SpiderConfig, records: list[dict[str, Any]], summaries: dict[str, Summary],
              chart: str | None) -> str:
     """The human-readable report."""
@@ -126,6 +151,7 @@ def markdown(config: SpiderConfig, records: list[dict[str, Any]], summaries: dic
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     lines.append("")
     lines += _versus_table(records, strategies)
+    lines += _anatomy_tables(records, strategies)
     lines += _breakdown_table("hardness", records, "hardness", strategies)
     lines += _breakdown_table("database", records, "db_id", strategies)
     if chart:
@@ -179,6 +205,7 @@ def write_outputs(config: SpiderConfig, name: str, records: list[dict[str, Any]]
         "by_database": breakdown(records, "db_id"),
         "versus_reference": {s: v.to_dict() for s in summaries
                              if s != REFERENCE and (v := versus_reference(records, s)) is not None},
+        "anatomy": {s: anatomy(records, s).to_dict() for s in summaries},
         "records": records,
     }
     paths["json"] = out / f"{name}.json"
