@@ -19,6 +19,7 @@ class Reply:
     body: Any = None            # dict -> JSON, str/bytes -> raw
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    trickle_s: float = 0.0      # > 0: the body goes out one byte at a time, this many seconds apart
 
 
 def completion(text: str = "SELECT 1", usage: bool = True) -> dict[str, Any]:
@@ -65,7 +66,13 @@ class FakeServer:
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
                     self.end_headers()
-                    self.wfile.write(raw)
+                    if reply.trickle_s > 0:  # never idle long enough for a read timeout to fire
+                        for i in range(len(raw)):
+                            self.wfile.write(raw[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(reply.trickle_s)
+                    else:
+                        self.wfile.write(raw)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 

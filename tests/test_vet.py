@@ -294,7 +294,7 @@ def test_unsafe_reconstructed_sql_is_refused_and_never_runs(shop_url, layer, mon
     if layer == "engine":  # the engine guard alone: the statement guard lets everything through
         monkeypatch.setattr("verifiedsql.stages.generate.parse_one_query",  # a parse with no safety check
                             lambda sql, profile: sqlglot.parse_one(sql, read=profile.sqlglot_dialect))
-        monkeypatch.setattr("verifiedsql.database.check_query", lambda sql, profile: None)
+        monkeypatch.setattr("verifiedsql.database.check_query", lambda sql, profile, *_, **__: None)
     engine = sa.create_engine(shop_url)
     before = checksum(engine)
     _, report, _ = ask(shop_url, script({1: [FILTER], 2: [COUNT]}, sql="DELETE FROM customers"))

@@ -25,9 +25,9 @@ def _env(*names: str) -> str | None:
 class LLMSettings:
     """Where the model lives. With no base URL and no API key, the embedded local model is used."""
 
-    base_url: str | None = None
+    base_url: str | None = field(default=None, repr=False)  # may hold user:password@; never shown in a repr
     model: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     local_model: str = "1.5b"
     timeout_s: float = 180.0
     max_retries: int = 3
@@ -64,11 +64,16 @@ class Options:
     temperature: float = 0.7
     max_refinements: int = 2
     row_cap: int = 10_000
+    # per query: the fetch stops once its cells pass this many bytes (estimated: text and bytes by length,
+    # 8 per number) and the result is marked truncated, like a row-capped one; SQLite values are capped at it
+    max_result_bytes: int = 64 * 1024 * 1024
     statement_timeout_s: float = 30.0
     sample_values: int = 3
     max_question_chars: int = 4_000
     question_timeout_s: float = 600.0  # wall-time budget of one question, every stage and model call included
     schema: str | None = None
+    # PostgreSQL: run each generated query under SET LOCAL ROLE <question_role> (e.g. a role with pg_read_all_data)
+    question_role: str | None = None
     max_tokens: int = 512
     ground_values: bool = False  # look question literals up in text columns; matches go into the prompt
     verify: bool = False  # check each candidate that ran against the question's constraints and repair it
@@ -102,10 +107,14 @@ class Options:
             )
         if self.cache_mode != "off" and self.cache_path is None:
             raise ConfigurationError(f"cache_mode={self.cache_mode!r} needs cache_path=<file>.")
+        if self.question_role is not None and (not isinstance(self.question_role, str) or not self.question_role):
+            raise ConfigurationError("question_role must be a PostgreSQL role name (or None).")
         if self.candidates < 1:
             raise ConfigurationError("candidates must be at least 1.")
         if self.row_cap < 1 or self.statement_timeout_s <= 0:
             raise ConfigurationError("row_cap and statement_timeout_s must be positive.")
+        if self.max_result_bytes < 1:
+            raise ConfigurationError("max_result_bytes must be positive (bytes of one query's result).")
         if self.max_repairs < 0 or self.max_probes < 0 or self.max_explorations < 0:
             raise ConfigurationError("max_repairs, max_probes and max_explorations must be 0 or more.")
         if self.dpc_votes < 1 or self.mdd_max_rows < 1:

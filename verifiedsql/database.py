@@ -11,13 +11,19 @@ from __future__ import annotations
 import warnings
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import partial
 from typing import Any, Iterable, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
+from .boundary import current_catalogs, relation_refusal
+from .bounded import run_statement
 from .config import Options
-from .errors import ConfigurationError, QueryError, QueryTimeoutError
+from .contain import as_query_error
+from .errors import ConfigurationError, QueryError, QueryTimeoutError, SessionStateError
+from .functions import FunctionPolicy, load_policy
+from .privileges import check_role
 from .profiles import DialectProfile, profile_for
 from .readonly import STRATEGIES, Strategy
 from .results import ResultSet
@@ -53,7 +59,15 @@ class Database:
                 f"is not implemented; choose one of {sorted(STRATEGIES)}."
             )
         self._strategy: Strategy = strategy
+        if options.question_role is not None:
+            if self.profile.read_only_strategy != "postgresql":
+                raise ConfigurationError(f"question_role is PostgreSQL-only; on {self.profile.name}, connect as a "
+                                         "user with read-only grants instead.")
+            self._strategy = partial(strategy, role=options.question_role)
+        self.warnings: list[str] = []  # about the connection's rights (verifiedsql.privileges), for reports
+        self._role_checked = False
         self._schema: Schema | None = None
+        self._functions: tuple[FunctionPolicy | None] | None = None  # read from the catalog on first use
 
     # ---------------------------------------------------------------------------------- connections
 
@@ -76,6 +90,7 @@ class Database:
     def _connect(self) -> Iterator[sa.Connection]:
         caller = _CALLER.get()
         if caller is not None and isinstance(self.engine.pool, SHARED_POOLS):
+            self._check_role(caller)
             yield caller
             return
         try:
@@ -85,7 +100,18 @@ class Database:
                 f"cannot connect to the database: {error.orig}; check that the server is running and reachable."
             ) from error
         with conn:
-            yield conn
+            self._check_role(conn)
+            try:
+                yield conn
+            except SessionStateError:  # a query left session state that could not be undone: discard it
+                conn.invalidate()
+                raise
+
+    def _check_role(self, conn: sa.Connection) -> None:
+        """Once, on the first connection: the role questions run under (PostgreSQL; ``privileges``)."""
+        if not self._role_checked and self.profile.read_only_strategy == "postgresql":
+            self.warnings = check_role(conn, self.options.question_role)
+        self._role_checked = True
 
     # ---------------------------------------------------------------------------------- execution
 
@@ -95,34 +121,57 @@ class Database:
         ``timeout_s`` may only shorten ``statement_timeout_s``. ``guard=False`` skips the statement
         guard; it exists only so tests can show that the engine guard holds on its own.
         """
-        if guard:
-            check_query(sql, self.profile)
-        with self._connect() as conn:
-            return self._run_on(conn, sql, self.options.row_cap, self._timeout(timeout_s))
+        with as_query_error("running the query"):
+            if guard:
+                self._check(sql)
+            with self._connect() as conn:
+                return self._run_on(conn, sql, self.options.row_cap, self._timeout(timeout_s))
 
     def explain(self, sql: str) -> None:
         """Have the engine compile and plan ``sql`` without running it (the dialect's EXPLAIN), behind both
         safety layers; raises ``QueryError`` for SQL the engine rejects."""
-        check_query(sql, self.profile)
-        with self._connect() as conn:
-            raw = conn.connection.driver_connection
-            with self._strategy(raw, sql, self.profile, self._timeout(None), plan=True):
-                pass
+        with as_query_error("planning the query"):
+            self._check(sql)
+            with self._connect() as conn:
+                run_statement(self._guarded(conn), conn.connection.driver_connection, sql, self.profile,
+                              self._timeout(None), row_cap=1, max_bytes=self.options.max_result_bytes, plan=True)
+
+    def _check(self, sql: str) -> None:
+        """The statement guard, and the schema boundary: with ``options.schema``, only its tables are read."""
+        tree = check_query(sql, self.profile, self.functions())
+        if tree is None:  # only where a test has switched the statement guard off
+            return
+        tables = [t.name for t in self.reflect().tables] if self.options.schema else []
+        relation_refusal(tree, self.profile, self.options.schema, tables, current_catalogs(self.engine.url))
+
+    def functions(self, conn: sa.Connection | None = None) -> FunctionPolicy | None:
+        """Which functions generated SQL may call here (``verifiedsql.functions``), read from the engine's
+        catalog once, through the engine guard, on ``conn`` or a connection of its own."""
+        if self._functions is None:
+            if conn is None:
+                with self._connect() as own:
+                    return self.functions(own)
+            self._functions = (load_policy(self.profile, conn.connection.driver_connection, self._strategy),)
+        return self._functions[0]
+
+    def _guarded(self, conn: sa.Connection) -> Strategy:
+        """The engine guard, judging functions by this database's policy (and on PostgreSQL and DuckDB the
+        tables read, by ``options.schema``: ``boundary``)."""
+        schema = self.options.schema
+        boundary = {"schema": schema} if schema and self.profile.name in ("postgresql", "duckdb") else {}
+        return partial(self._strategy, functions=self.functions(conn), **boundary)
 
     def _timeout(self, timeout_s: float | None) -> float:
         limit = self.options.statement_timeout_s
         return limit if timeout_s is None else min(limit, timeout_s)
 
     def _run_on(self, conn: sa.Connection, sql: str, cap: int, timeout_s: float) -> ResultSet:
-        """The engine guard and the fetch of ``run_query`` (the statement guard must have passed)."""
-        raw = conn.connection.driver_connection
-        with self._strategy(raw, sql, self.profile, timeout_s) as cursor:
-            columns = tuple(str(d[0]) for d in cursor.description or ())
-            rows = cursor.fetchmany(cap + 1)
-        if any(len(row) != len(columns) for row in rows):
-            raise QueryError(f"the driver returned rows that do not match the {len(columns)} result columns; "
-                             "name every selected column uniquely (e.g. avoid a.*, b.* with shared names).")
-        return ResultSet(columns, tuple(tuple(row) for row in rows[:cap]), truncated=len(rows) > cap)
+        """The engine guard and the fetch of ``run_query`` (the statement guard must have passed), held to
+        the time, value and result-size bounds of ``verifiedsql.bounded``."""
+        result = run_statement(self._guarded(conn), conn.connection.driver_connection, sql, self.profile, timeout_s,
+                               row_cap=cap, max_bytes=self.options.max_result_bytes)
+        assert result is not None
+        return result
 
     # --------------------------------------------------------------------------------- reflection
 
@@ -238,8 +287,9 @@ class Database:
         limit = self.options.sample_values
         sql = f"SELECT * FROM {self.quoted_table(table)} LIMIT {SAMPLE_SCAN_ROWS}"
         try:
-            check_query(sql, self.profile)
-            result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS, self._timeout(None))
+            with as_query_error("sampling the table"):  # e.g. a value the driver cannot convert
+                check_query(sql, self.profile)
+                result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS, self._timeout(None))
         except (QueryError, QueryTimeoutError):  # no samples for this table, not a failure
             return columns
         positions = _column_positions(result.columns, [c.name for c in columns])

@@ -1,11 +1,13 @@
 """PEP 249 wrapper: ``connect(raw_connection)`` gives a Connection whose cursors run SQL unchanged
 and answer questions through the verified pipeline.
 
-``cursor.execute(text)`` decides by parsing: text that parses as SQL in the connection's dialect runs
-on the wrapped driver exactly as given (its parameters in the driver's own paramstyle,
-``connection.paramstyle``); anything else is a question. ``mode="sql"`` or ``mode="question"`` forces
+``cursor.execute(text)`` decides with the engine's own parser (``statements.classify``): text that parses
+as SQL runs on the wrapped driver exactly as given (its parameters in the driver's own paramstyle,
+``connection.paramstyle``) and never reaches the model; text that starts like a statement but does not
+parse raises ``ProgrammingError``; anything else is a question. ``mode="sql"`` or ``mode="question"`` forces
 either reading. Questions run in their own read-only transaction, so the wrapped connection must not
-be inside a transaction when one is asked: commit or roll back first (a typed error says so).
+be inside a transaction when one is asked: commit or roll back first (``OpenTransactionError``, an
+``InterfaceError``, says so). Wrapping a connection inside a transaction is fine, and never ends it.
 """
 
 from __future__ import annotations
@@ -13,12 +15,9 @@ from __future__ import annotations
 from typing import Any, Iterator, Literal, Sequence
 
 import sqlalchemy as sa
-import sqlglot
 from sqlalchemy.pool import StaticPool
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
 
-from . import errors
+from . import errors, sqlite_hooks, statements, transactions
 from .config import Options
 from .llm.base import ChatModel
 from .pipeline import Answer
@@ -71,32 +70,9 @@ class NotSupportedError(DatabaseError):
 
 ExecuteMode = Literal["auto", "sql", "question"]
 
-# Statements sqlglot keeps as an opaque Command but that are still SQL, not questions.
-SQL_COMMAND_WORDS = frozenset(
-    "call vacuum explain grant revoke analyze copy load install checkpoint reindex execute prepare "
-    "deallocate listen notify unlisten do reset discard cluster comment begin start end abort "
-    "savepoint release put get list remove undrop describe desc pragma attach detach use export "
-    "import summarize truncate".split()
-)
-
-
 def looks_like_sql(text: str, profile: DialectProfile) -> bool:
-    """True when ``text`` parses as SQL in the profile's dialect (not as an opaque fallback)."""
-    try:
-        statements = [s for s in sqlglot.parse(text, read=profile.sqlglot_dialect) if s is not None]
-    except SqlglotError:
-        return False
-    if not statements:
-        return False
-    for statement in statements:
-        if isinstance(statement, (exp.Condition, exp.Alias)) and not isinstance(statement, exp.Query):
-            return False  # a bare expression (a word, a CJK sentence, a control character) is no statement
-        if isinstance(statement, exp.Command):
-            word = str(statement.this).lower()
-            short = len(text.split()) <= 3 and "?" not in text
-            if word not in SQL_COMMAND_WORDS and not (word == "show" and short):
-                return False
-    return True
+    """True when ``cursor.execute`` would run ``text`` as SQL on this engine (see ``statements.classify``)."""
+    return statements.classify(text, profile.name).kind == "sql"
 
 
 _URLS = {"sqlite3": "sqlite://", "duckdb": "duckdb:///:memory:", "psycopg": "postgresql+psycopg://",
@@ -104,9 +80,7 @@ _URLS = {"sqlite3": "sqlite://", "duckdb": "duckdb:///:memory:", "psycopg": "pos
 
 
 def _driver_of(raw: Any) -> str:
-    root = type(raw).__module__.split(".")[0]
-    if root == "_duckdb":
-        root = "duckdb"
+    root = transactions.driver_of(raw)  # fakesnow's connection (tests) counts as snowflake's
     if root not in _URLS:
         raise InterfaceError(
             f"cannot wrap a {type(raw).__module__}.{type(raw).__name__}; supported drivers: "
@@ -116,13 +90,14 @@ def _driver_of(raw: Any) -> str:
 
 
 def _in_transaction(raw: Any, driver: str) -> bool:
-    if driver == "sqlite3":
-        return bool(raw.in_transaction)
-    if driver == "psycopg":
-        from psycopg.pq import TransactionStatus
+    """Whether the wrapped connection is inside a transaction, on every supported driver (see
+    ``verifiedsql.transactions``; the check never ends or joins it)."""
+    return transactions.in_transaction(raw)
 
-        return raw.info.transaction_status != TransactionStatus.IDLE
-    return False
+
+class OpenTransactionError(InterfaceError, errors.OpenTransactionError):
+    """A question was asked while the wrapped connection is inside a transaction (PEP 249 class:
+    ``InterfaceError``; also ``verifiedsql.errors.OpenTransactionError``, as on the engine API)."""
 
 
 class Connection:
@@ -131,12 +106,15 @@ class Connection:
     def __init__(self, raw: Any, options: Options, llm: ChatModel | None = None) -> None:
         self._raw = raw
         self._driver = _driver_of(raw)
-        self._require_idle()
         self._engine = sa.create_engine(
             _URLS[self._driver], creator=lambda: raw, poolclass=StaticPool, pool_reset_on_return=None
         )
-        with self._engine.connect():
-            pass  # SQLAlchemy inspects the server once, now, while the connection is known idle
+        # SQLAlchemy's first checkout inspects the server and then rolls back (create.py first_connect),
+        # which would end a transaction the caller has open: it waits for an idle moment (here, or the
+        # first question, which requires one), so wrapping never touches the caller's transaction.
+        if not _in_transaction(raw, self._driver):
+            with self._engine.connect():
+                pass
         self.profile = profile_for(self._engine.dialect.name)
         self._state = VerifiedState(options, llm)
         self.closed = False
@@ -151,11 +129,8 @@ class Connection:
         return self._raw
 
     def _require_idle(self) -> None:
-        if _in_transaction(self._raw, self._driver):
-            raise InterfaceError(
-                "the wrapped connection is inside a transaction; commit or roll back before asking a "
-                "question (questions run in their own read-only transaction)."
-            )
+        """Refuse a question while the wrapped connection is inside a transaction (``OpenTransactionError``)."""
+        transactions.require_idle(self._raw, OpenTransactionError)
 
     def answer(self, question: str) -> Answer:
         """Answer a question (used by cursors; also handy directly)."""
@@ -166,6 +141,24 @@ class Connection:
     def cursor(self) -> Cursor:
         self._check_open()
         return Cursor(self)
+
+    def set_authorizer(self, authorizer: Any) -> None:
+        """SQLite only: ``sqlite3.Connection.set_authorizer`` on the wrapped connection, kept across
+        questions (Python cannot read an authorizer back, so one set on the raw connection directly is
+        cleared where a question has to run on it: see ``verifiedsql.sqlite_hooks``)."""
+        self._sqlite_only("set_authorizer")
+        sqlite_hooks.set_authorizer(self._raw, authorizer)
+
+    def set_progress_handler(self, handler: Any, n: int) -> None:
+        """SQLite only: ``sqlite3.Connection.set_progress_handler``, kept across questions like
+        ``set_authorizer``."""
+        self._sqlite_only("set_progress_handler")
+        sqlite_hooks.set_progress_handler(self._raw, handler, n)
+
+    def _sqlite_only(self, method: str) -> None:
+        self._check_open()
+        if self._driver != "sqlite3":
+            raise NotSupportedError(f"{method} is a sqlite3 connection method; this wraps a {self._driver} one.")
 
     def commit(self) -> None:
         self._check_open()
@@ -179,6 +172,7 @@ class Connection:
         """Close the wrapper and the wrapped connection."""
         if not self.closed:
             self._engine.dispose(close=False)
+            sqlite_hooks.forget(self._raw)
             self._raw.close()
             self.closed = True
 
@@ -230,9 +224,7 @@ class Cursor:
         self._check_open()
         if mode not in ("auto", "sql", "question"):
             raise InterfaceError(f"mode={mode!r}: use 'auto', 'sql' or 'question'.")
-        is_sql = mode == "sql" or (
-            mode == "auto" and isinstance(operation, str) and looks_like_sql(operation, self.connection.profile)
-        )
+        is_sql = mode == "sql" or (mode == "auto" and isinstance(operation, str) and self._reads_as_sql(operation))
         if is_sql:
             self._reset(question=False)
             if parameters is None:
@@ -248,6 +240,18 @@ class Cursor:
         self._description = [(name, None, None, None, None, None, None) for name in answer.result.columns]
         self.verification = answer.report
         return self
+
+    def _reads_as_sql(self, operation: str) -> bool:
+        """The engine's parser decides (``statements.classify``): SQL runs, a question goes to the model,
+        and text that starts like a statement but does not parse raises, with no model call."""
+        reading = statements.classify(operation, self.connection.profile.name)
+        if reading.kind == "malformed":
+            raise ProgrammingError(
+                f"this reads as SQL, but the {self.connection.profile.display_name} parser refused it "
+                f"({reading.reason}); nothing was run and nothing was sent to the model. Fix the statement, "
+                "or, if it is a question, end it with '?' or pass mode='question'."
+            )
+        return reading.kind == "sql"
 
     def executemany(self, operation: str, seq_of_parameters: Sequence[Any]) -> Cursor:
         """Plain SQL only: questions take no parameters."""

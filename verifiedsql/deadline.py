@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from .errors import LLMError, QuestionTimeoutError
 from .llm.base import ChatModel, ChatRequest, ChatResponse
+from .watchdog import run_within
 
 MIN_WORK_S = 0.1  # with less time left than this, no model call or query is started
 
@@ -60,7 +61,9 @@ class Deadline:
 class DeadlineModel:
     """A model under a deadline: each request's ``timeout_s`` is capped by the time left, no call starts
     once the time is up, and a call that fails because the time ran out raises ``QuestionTimeoutError``
-    (not an ``LLMError``, which the stages would treat as a model failure)."""
+    (not an ``LLMError``, which the stages would treat as a model failure). The call itself runs under a
+    watchdog: a model that ignores ``timeout_s`` (a custom ``ChatModel``) is abandoned when the time is
+    up plus ``watchdog.GRACE_S``, so the question still ends within its budget."""
 
     def __init__(self, inner: ChatModel, deadline: Deadline) -> None:
         self.inner = inner
@@ -73,8 +76,10 @@ class DeadlineModel:
     def complete(self, request: ChatRequest) -> ChatResponse:
         doing = f"a {request.purpose!r} model call"
         self.deadline.check(doing)
+        capped = replace(request, timeout_s=self.deadline.cap(request.timeout_s))
         try:
-            return self.inner.complete(replace(request, timeout_s=self.deadline.cap(request.timeout_s)))
+            return run_within(lambda: self.inner.complete(capped), self.deadline.remaining(),
+                              lambda: self.deadline.error(doing), name="verifiedsql-model")
         except LLMError as error:
             if self.deadline.expired:
                 raise self.deadline.error(doing) from error

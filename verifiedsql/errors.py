@@ -26,7 +26,8 @@ class QuestionError(VerifiedSQLError, ValueError):
 
 
 class UnsafeSQLError(VerifiedSQLError):
-    """A statement was refused by a safety layer; ``construct`` names what was refused."""
+    """A statement was refused by a safety layer; ``construct`` names what was refused (a statement kind, a
+    function, or a relation outside ``schema=`` or holding secrets: ``verifiedsql.boundary``)."""
 
     def __init__(self, message: str, *, construct: str, layer: str = "statement") -> None:
         super().__init__(message)
@@ -35,7 +36,8 @@ class UnsafeSQLError(VerifiedSQLError):
 
 
 class UnparseableSQLError(UnsafeSQLError):
-    """The statement guard could not parse the SQL, so it cannot vouch for it."""
+    """The statement guard could not parse the SQL (or it nests too deeply to check), so it cannot vouch
+    for it."""
 
 
 class QueryTimeoutError(VerifiedSQLError):
@@ -43,7 +45,9 @@ class QueryTimeoutError(VerifiedSQLError):
 
 
 class QueryError(VerifiedSQLError):
-    """The database raised an error while running a generated, read-only query."""
+    """The database raised an error while running a generated, read-only query, or its driver failed on the
+    result (a value Python cannot hold, one nested too deeply to load). The message never quotes stored
+    values (``verifiedsql.redact``)."""
 
 
 class LLMError(VerifiedSQLError):
@@ -74,6 +78,11 @@ class QuestionTimeoutError(VerifiedSQLError):
     def __init__(self, message: str, report: Any = None) -> None:
         super().__init__(message)
         self.report = report
+
+
+class SessionStateError(QueryError):
+    """A generated query left session state on the connection that could not be undone (PostgreSQL: a
+    temporary object); the query counts as failed, and a pooled connection is discarded."""
 
 
 class OpenTransactionError(VerifiedSQLError):

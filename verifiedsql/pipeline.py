@@ -73,6 +73,36 @@ def _timed(report: VerificationReport, stage: str, deadline: Deadline | None = N
         report.timings[stage] = round(report.timings.get(stage, 0.0) + time.perf_counter() - start, 4)
 
 
+@contextmanager
+def _keeping(deadline: Deadline) -> Iterator[None]:
+    """Within this block (a stage after the vote), running out of time ends the stage, not the question:
+    the answer is then the best candidate that ran, marked timed out, or, with none, the
+    ``QuestionTimeoutError`` that says what became of the candidates."""
+    try:
+        yield
+    except QuestionTimeoutError:
+        deadline.exhausted = True
+
+
+def _time_left(deadline: Deadline) -> bool:
+    """True when there is time for another stage; else the deadline is marked exhausted (work is skipped)."""
+    if deadline.expired:
+        deadline.exhausted = True
+        return False
+    return True
+
+
+def _nothing_ran(report: VerificationReport) -> str:
+    """Where the time ran out when no candidate ran: what the report's candidates say, truthfully."""
+    if not report.candidates:
+        return "the end of generation, before any candidate could be run"
+    statuses: dict[str, int] = {}
+    for candidate in report.candidates:
+        statuses[candidate.status] = statuses.get(candidate.status, 0) + 1
+    counts = ", ".join(f"{n} {status}" for status, n in statuses.items())
+    return f"the end of the question, with no candidate that ran successfully ({counts}; see the report)"
+
+
 class Pipeline:
     """Context [compressed] -> [ground values] -> [probe] -> generate (self-refinement, [verify and repair])
     -> cluster and select -> [consensus: explore, regenerate, re-vote] -> [VET execution trace] -> [R3 review]
@@ -93,6 +123,7 @@ class Pipeline:
         try:
             return self._answer(text, report, Deadline(self.options.question_timeout_s))
         except QuestionTimeoutError as error:
+            report.timed_out = True
             error.report = report
             raise
 
@@ -100,6 +131,7 @@ class Pipeline:
         llm = deadline.bind(self.llm)
         with _timed(report, "context", deadline):
             schema = self.database.reflect()
+            report.warnings.extend(self.database.warnings)
             if not schema.tables:
                 where = f"schema {schema.namespace!r}" if schema.namespace else "the default schema"
                 raise EmptySchemaError(
@@ -131,28 +163,29 @@ class Pipeline:
             clusters = cluster_runs(runs)
             selection = select_majority(runs, clusters)
         if self.options.consensus:  # a tie or no candidate that ran: explore, regenerate, re-vote, then DPC
-            with _timed(report, "consensus"):
+            with _timed(report, "consensus"), _keeping(deadline):
                 enforcer = ConsensusEnforcer(llm, self.database, self.options, report, deadline)
                 runs, clusters, selection = enforcer.enforce(text, schema_text, runs, clusters, selection,
                                                              verifier.verify if verifier else None)
-        if self.options.vet and not deadline.expired:  # VET: a trace-verified SQL may join the pool as "vet"
-            with _timed(report, "vet"):
+        if self.options.vet and _time_left(deadline):  # VET: a trace-verified SQL may join the pool as "vet"
+            with _timed(report, "vet"), _keeping(deadline):
                 tracer = ExecutionTracer(llm, self.database, self.options, report, deadline)
                 runs, clusters, selection = trace_selection(tracer, text, runs, clusters, selection)
-        if self.options.review and selection is not None and not deadline.expired:
-            with _timed(report, "review"):  # R3: the reviewed SQL may join the pool as a "review" candidate
+        if self.options.review and selection is not None and _time_left(deadline):
+            # R3: the reviewed SQL may join the pool as a "review" candidate
+            with _timed(report, "review"), _keeping(deadline):
                 reviewer = PeerReview(llm, self.database, self.options, text, schema_text, report, deadline)
                 runs, clusters, selection = review_selection(reviewer, runs, clusters, selection)
         if self.options.dpc and selection is not None and report.dpc is None:
-            with _timed(report, "dpc"):
+            with _timed(report, "dpc"), _keeping(deadline):
                 selector = DualParadigmSelector(llm, self.database, self.options, report, deadline=deadline)
                 selection = selector.select(text, runs, clusters, selection)
         report.candidates = [run.candidate for run in runs]
         report.clusters = clusters
         if selection is None or selection.representative.result is None:
             report.reason = "no candidate could be run"
-            if deadline.exhausted:
-                raise deadline.error("the end of generation, before any candidate could be run")
+            if deadline.exhausted or deadline.expired:
+                raise deadline.error(_nothing_ran(report))
             raise NoAnswerError(
                 "none of the generated queries ran successfully; see the report's candidates for the "
                 "errors, rephrase the question, or use a larger model.",
@@ -169,8 +202,11 @@ class Pipeline:
         report.reason = selection.reason
         report.truncated = result.truncated
         if result.truncated:
-            report.notes.append(f"the answer was cut at row_cap={self.options.row_cap} rows")
-        if deadline.exhausted:
+            cap = (f"row_cap={self.options.row_cap} rows" if result.row_count >= self.options.row_cap
+                   else f"max_result_bytes={self.options.max_result_bytes} bytes")
+            report.notes.append(f"the answer was cut at {cap}")
+        if deadline.exhausted:  # the lowest tier: a timed-out answer never claims a vote it may not have had
+            report.timed_out = True
             report.confidence = "unverified"
             report.reason += "; the time budget ran out, so not every check was done"
             report.notes.append(

@@ -5,18 +5,22 @@ read-only mode for exactly one statement, executes it and yields the cursor; on 
 setting it touched, so the caller's connection is left as it was. Driver errors raised while the
 statement runs or while rows are fetched come out as typed errors: refusals as
 ``UnsafeSQLError(layer="engine")``, timeouts as ``QueryTimeoutError`` and everything else as
-``QueryError`` carrying the database's own message.
+``QueryError`` carrying the database's own message, with the stored values it quotes masked
+(``redact.engine_error``). With ``Options.schema``, the PostgreSQL and DuckDB guards also refuse a table
+outside that schema (``boundary``).
 
 What each engine does:
 
 * **sqlite**: an authorizer that allows only reads (SELECT, READ, RECURSIVE, and functions that are not
   on the deny list; ATTACH, PRAGMA, writes and transactions are denied), ``PRAGMA query_only=ON`` and a
   progress handler that interrupts the statement after the timeout. Python's ``sqlite3`` itself refuses
-  more than one statement per ``execute``. Python cannot read back an authorizer or progress handler,
-  so one the user had installed on the connection is cleared afterwards (``query_only`` is restored).
+  more than one statement per ``execute``. It is given a read-only connection of its own where
+  ``bounded`` can open one, so the caller's hooks are never touched; on the caller's own connection,
+  the hooks set through ``verifiedsql.dbapi`` are put back afterwards (``sqlite_hooks``: Python cannot
+  read one back) and ``query_only`` is restored.
 * **duckdb**: DuckDB's own parser (``extract_statements``) must see exactly one SELECT statement; its
-  parse tree (``json_serialize_sql``) must call no deny-listed function or table function and scan no
-  file path (replacement scans such as ``FROM 'x.csv'``); extension auto-install and auto-load are off
+  parse tree (``json_serialize_sql``) must call only functions the database's function policy allows
+  (``functions``: DuckDB's own catalog; table functions by allowlist) and scan no file path (replacement scans such as ``FROM 'x.csv'``); extension auto-install and auto-load are off
   while it runs; it runs on a duplicate connection (DuckDB's ``cursor()``), in a transaction that is
   always rolled back, and a timer ``interrupt()``s it.
   ``enable_external_access=false`` was not chosen: DuckDB 1.5 cannot turn it back on while the database
@@ -24,13 +28,19 @@ What each engine does:
   apply once it is off, and ``lock_configuration`` is equally one-way).
 * **postgresql**: ``READ ONLY`` transaction with ``SET LOCAL statement_timeout``, always rolled back; the
   statement is first planned with ``EXPLAIN (VERBOSE, FORMAT JSON)`` over the extended protocol (which
-  refuses several statements), and refused if the plan modifies a table or calls a deny-listed function.
+  refuses several statements), and refused if the plan modifies a table or calls a function the policy
+  refuses: the plan's expressions are scanned in linear time (``callscan``) and the names found are
+  looked up in ``pg_proc`` in the same transaction (``functions``).
   A statement PostgreSQL cannot EXPLAIN (COPY, SET, DDL, ...) is refused as not being a query. A
-  connection already inside a transaction is refused with ``OpenTransactionError``.
+  connection already inside a transaction is refused with ``OpenTransactionError``. With
+  ``question_role`` it runs under ``SET LOCAL ROLE``; session state that a rollback does not undo
+  (advisory locks, backup mode, ...) is checked and undone afterwards (``session_state``).
 * **snowflake**: Snowflake has no read-only transaction, so this is the nearest equivalent and it is
   weaker than the others: the statement type is checked client-side (the connector's own statement
   splitter must see one statement, and the statement guard's sqlglot check runs again in the Snowflake
-  dialect, so this check is *not* independent of layer 1); the statement runs in an explicit
+  dialect, so this check is *not* independent of layer 1; a lexical scan of the text, which is, checks
+  every called name against the function policy: ``SYSTEM$*``, ``SNOWFLAKE.*``, table functions outside
+  the allowlist); the statement runs in an explicit
   transaction that is always rolled back (which undoes DML but not DDL: Snowflake commits DDL), with
   ``STATEMENT_TIMEOUT_IN_SECONDS`` set for the session and restored, and the connector's client-side
   ``timeout=`` that cancels. Limitations under fakesnow (tests): it does not report or accept
@@ -46,13 +56,20 @@ import json
 import math
 import re
 import sqlite3
+import sys
 import threading
 import time
 from contextlib import contextmanager
 from typing import Any, Callable, ContextManager, Iterator
 
+from . import calls
+from .boundary import duckdb_relation_refusal, plan_relation_refusal
+from .bounded import postgresql_stream
+from . import session_state, sqlite_hooks
 from .errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError, VerifiedSQLError
+from .functions import FunctionPolicy, name_policy, postgresql_policy, refusal_message
 from .profiles import DialectProfile
+from .redact import engine_error
 from .safety import check_query, is_file_path
 
 Cursor = Any
@@ -69,7 +86,7 @@ def _refuse(construct: str, detail: str) -> UnsafeSQLError:
 
 
 def _query_error(error: Exception) -> QueryError:
-    return QueryError(f"the database rejected the query: {str(error).strip()}")
+    return QueryError(f"the database rejected the query: {engine_error(str(error).strip())}")
 
 
 def _timeout_error(timeout_s: float) -> QueryTimeoutError:
@@ -101,7 +118,7 @@ _SQLITE_ACTIONS = {
 
 @contextmanager
 def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s: float, *,
-           plan: bool = False) -> Iterator[Cursor]:
+           plan: bool = False, functions: FunctionPolicy | None = None) -> Iterator[Cursor]:
     """Authorizer (reads only) + ``PRAGMA query_only`` + a progress-handler timeout. ``plan=True``
     compiles the query with ``EXPLAIN QUERY PLAN`` instead of running it."""
     refused: list[str] = []
@@ -140,14 +157,17 @@ def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s
             raise _refuse("write", message) from error
         raise _query_error(error) from error
     finally:
-        raw.set_authorizer(None)
-        raw.set_progress_handler(None, 0)
+        sqlite_hooks.restore(raw)  # the caller's hooks, when set through verifiedsql.dbapi; else none
         raw.execute(f"PRAGMA query_only = {int(previous)}")
 
 
 # --------------------------------------------------------------------------------------------- duckdb
 
 _DUCKDB_SETTINGS = ("autoinstall_known_extensions", "autoload_known_extensions")
+# DuckDB streams a result into a buffer of this size, but counts only a string's 16-byte header: with the
+# default (~1 MB) a query of 100 KB strings is computed whole before the first fetch. A tiny buffer makes it
+# compute one chunk (2,048 rows) ahead of the fetch, so ``bounded.fetch_bounded`` can stop it in time.
+_DUCKDB_STREAM_BUFFER = "1KB"
 
 
 def _json_nodes(tree: Any) -> Iterator[Any]:
@@ -164,8 +184,12 @@ def _json_nodes(tree: Any) -> Iterator[Any]:
             yield node
 
 
-def _duckdb_tree_refusal(tree: Any, profile: DialectProfile) -> str | None:
-    """The first denied function or file scan in DuckDB's serialized parse tree, if any."""
+def _duckdb_tree_refusal(tree: Any, profile: DialectProfile, functions: FunctionPolicy | None = None) -> str | None:
+    """The first refused function (by the database's policy, else by name) or file scan in DuckDB's
+    serialized parse tree, if any."""
+    policy = functions or name_policy(profile)
+    if policy is not None and (hit := policy.first_refusal(calls.duckdb_tree(tree), written=True)):
+        return f"{hit[0].lower()}()"
     for node in _json_nodes(tree):
         if not isinstance(node, dict):
             continue
@@ -187,9 +211,11 @@ def _duckdb_connection(raw: Any) -> Any:
 
 
 @contextmanager
-def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *, plan: bool = False) -> Iterator[Cursor]:
-    """DuckDB's parser says one SELECT, no denied function or file scan; rolled back; interrupted.
-    ``plan=True`` runs ``EXPLAIN`` of the query instead of the query.
+def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *, plan: bool = False,
+           functions: FunctionPolicy | None = None, schema: str | None = None) -> Iterator[Cursor]:
+    """DuckDB's parser says one SELECT, no denied function or file scan, no table named outside ``schema``
+    (``Options.schema``; ``boundary``); rolled back; interrupted. ``plan=True`` runs ``EXPLAIN`` of the
+    query instead of the query.
 
     It runs on a duplicate connection (DuckDB's ``cursor()``: same database, own transaction), so a
     transaction the caller has open on the shared connection is neither joined nor touched.
@@ -210,14 +236,19 @@ def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *, pla
         serialized = json.loads(own.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
         if serialized.get("error"):
             raise _refuse(kind, serialized.get("error_message", "DuckDB cannot serialize it as a query"))
-        if construct := _duckdb_tree_refusal(serialized, profile):
-            raise _refuse(construct, "file, network, extension or admin access")
+        if construct := _duckdb_tree_refusal(serialized, profile, functions):
+            raise _refuse(construct, f"{construct}: file, network, extension or admin access, or a function outside "
+                                     "the allowlist")
+        if schema and (relation := duckdb_relation_refusal(
+                serialized, schema, own.execute("SELECT current_database()").fetchone()[0])):
+            raise _refuse(relation, "the query reads outside the schema boundary")
         previous = {name: own.execute(f"SELECT current_setting('{name}')").fetchone()[0] for name in _DUCKDB_SETTINGS}
         own.execute("BEGIN TRANSACTION")
         timer = threading.Timer(timeout_s, own.interrupt)
         try:
             for name in _DUCKDB_SETTINGS:
                 own.execute(f"SET {name} = false")
+            own.execute(f"SET streaming_buffer_size = '{_DUCKDB_STREAM_BUFFER}'")  # this duplicate only
             timer.start()
             yield own.execute(f"EXPLAIN {sql}" if plan else sql)
         except duckdb_module.InterruptException as error:
@@ -242,38 +273,59 @@ _QUERY_KEYWORDS = {"SELECT", "WITH", "VALUES", "TABLE"}
 
 
 def _first_keyword(sql: str) -> str:
-    match = re.match(r"(?:\s|\(|--[^\n]*\n?|/\*.*?\*/)*(\w+)", sql, re.DOTALL)
+    match = re.match(r"(?:\s|\(|--[^\n]*+\n?|/\*.*?\*/)*+(\w+)", sql, re.DOTALL)  # possessive: linear
     return match.group(1).upper() if match else "?"
 
 
-def _plan_refusal(plan: Any, profile: DialectProfile) -> str | None:
-    """The first table modification or denied function call in a JSON plan, if any."""
+def _plan_refusal(plan: Any, profile: DialectProfile,
+                  policy_for: Callable[[list[str]], FunctionPolicy] | None = None) -> str | None:
+    """The first table modification or refused function call in a JSON plan, if any. The plan's
+    expressions are scanned in linear time (``callscan``); ``policy_for(names)`` gives the policy for
+    the names found (from ``pg_proc``), else only the rules that need no catalog apply."""
     for node in _json_nodes(plan):
-        if isinstance(node, dict):
-            if node.get("Node Type") == "ModifyTable":
-                return str(node.get("Operation", "modify")).upper()
-            continue
-        for name in re.findall(r"([A-Za-z_][\w$]*)\s*\(", node):
-            if _denied(profile, name):
-                return f"{name.lower()}()"
+        if isinstance(node, dict) and node.get("Node Type") == "ModifyTable":
+            return str(node.get("Operation", "modify")).upper()
+    found = list(calls.postgresql_plan(plan))
+    names = sorted({name for name, _, _ in found})
+    policy = policy_for(names) if policy_for and names else name_policy(profile)
+    if policy is not None and (hit := policy.first_refusal(found, written=False)):
+        return f"{hit[0]}()"
     return None
+
+
+def _pg_proc_policy(cursor: Cursor, names: list[str], profile: DialectProfile) -> FunctionPolicy:
+    """The function policy for ``names``, read from ``pg_proc`` now (functions created since the
+    database's policy was cached are judged too)."""
+    cursor.execute("SELECT proname, provolatile FROM pg_catalog.pg_proc WHERE prokind <> 'p' AND proname = ANY(%s)",
+                   [names])
+    return postgresql_policy(cursor.fetchall(), profile)
 
 
 @contextmanager
 def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
-               plan: bool = False) -> Iterator[Cursor]:
+               plan: bool = False, functions: FunctionPolicy | None = None,
+               role: str | None = None, schema: str | None = None) -> Iterator[Cursor]:
     """``READ ONLY`` transaction + ``statement_timeout`` + the planner's view checked; rolled back.
-    ``plan=True`` stops after that ``EXPLAIN`` (its cursor, already read, is yielded)."""
+    ``plan=True`` stops after that ``EXPLAIN`` (its cursor, already read, is yielded). ``role``: run under
+    ``SET LOCAL ROLE`` (``Options.question_role``). ``schema``: the plan may scan no relation outside it
+    (``Options.schema``; ``boundary``). Session state the query leaves behind (advisory locks,
+    backup mode, ...) is undone after the rollback (``session_state``)."""
     import psycopg
+    from psycopg import sql as pgsql
 
     if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         raise OpenTransactionError(
             "the PostgreSQL connection is inside a transaction; commit or roll back before asking a question."
         )
     cursor = raw.cursor()
+    before: session_state.SessionState | None = None
+    explained: Any = None
     try:
         cursor.execute("BEGIN READ ONLY" if raw.autocommit else "SET TRANSACTION READ ONLY")
+        before = session_state.snapshot(cursor)
         cursor.execute(f"SET LOCAL statement_timeout = {max(1, math.ceil(timeout_s * 1000))}")
+        if role is not None:
+            cursor.execute(pgsql.SQL("SET LOCAL ROLE {}").format(pgsql.Identifier(role)))
         try:
             cursor.execute(_EXPLAIN + sql, binary=True)  # extended protocol: one statement only
         except psycopg.errors.SyntaxError as error:
@@ -283,16 +335,26 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
             if keyword not in _QUERY_KEYWORDS:  # COPY, SET, CREATE, ...: EXPLAIN accepts queries only
                 raise _refuse(keyword, f"PostgreSQL cannot plan it as a query: {error}") from error
             raise
-        if construct := _plan_refusal(cursor.fetchone()[0], profile):
-            raise _refuse(construct, "the query plan writes or calls a denied function")
-        if not plan:
-            cursor.execute(sql)
-        yield cursor
+        explained = cursor.fetchone()[0]
+        if construct := _plan_refusal(explained, profile, lambda names: _pg_proc_policy(cursor, names, profile)):
+            raise _refuse(construct, f"the query plan writes or calls a function that is not allowed: {construct}")
+        if relation := plan_relation_refusal(explained, schema):
+            raise _refuse(relation, "the query plan reads outside the schema boundary or a secret catalog column")
+        if plan:
+            yield cursor
+        else:  # a server-side cursor: the client holds one batch of rows at a time, never the whole result
+            with postgresql_stream(raw, cursor, sql, timeout_s) as rows:
+                yield rows
     except psycopg.errors.QueryCanceled as error:
         raise _timeout_error(timeout_s) from error
     except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as error:
         match = re.search(r"cannot execute (.+?) in a read-only transaction", str(error))
         raise _refuse(match.group(1) if match else type(error).__name__, str(error)) from error
+    except (psycopg.errors.SyntaxError, psycopg.errors.FeatureNotSupported) as error:
+        if explained is None:
+            raise _query_error(error) from error
+        # the server planned it but will not declare it as a cursor: no plain query (SELECT ... INTO)
+        raise _refuse(_first_keyword(sql), f"PostgreSQL will not run it as a plain query: {error}") from error
     except psycopg.Error as error:
         raise _query_error(error) from error
     finally:
@@ -302,6 +364,10 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
                 raw.execute("ROLLBACK")
             else:
                 raw.rollback()
+            if before is not None:
+                failure = sys.exc_info()[1]
+                session_state.settle(raw, before, plan=None if explained is None else json.dumps(explained),
+                                     error=None if failure is None else f"{failure} {failure.__cause__}")
 
 
 # ------------------------------------------------------------------------------------------ snowflake
@@ -337,15 +403,18 @@ def _snowflake_session_timeout(cursor: Cursor, seconds: int) -> Iterator[None]:
 
 @contextmanager
 def snowflake(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
-              plan: bool = False) -> Iterator[Cursor]:
+              plan: bool = False, functions: FunctionPolicy | None = None) -> Iterator[Cursor]:
     """Client-side statement check + a transaction always rolled back + server and client timeouts.
     ``plan=True`` runs ``EXPLAIN`` of the query instead of the query."""
     from snowflake.connector import Error as SnowflakeError
 
     try:
-        check_query(sql, profile)
+        check_query(sql, profile, functions)
     except UnsafeSQLError as error:
         raise _refuse(error.construct, str(error)) from error
+    policy = functions or name_policy(profile)  # its own lexical scan, independent of sqlglot
+    if policy is not None and (hit := policy.first_refusal(calls.statement_text(sql), written=False)):
+        raise _refuse(f"{hit[0].lower()}()", refusal_message(hit[0], hit[1], profile.display_name))
     if (count := _snowflake_statement_count(sql)) != 1:
         raise _refuse(f"{count} statements", "the Snowflake connector splits it into several statements")
     seconds = max(1, math.ceil(timeout_s))

@@ -258,7 +258,10 @@ class VerificationReport:
     llm_calls: list[LLMCall] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     truncated: bool = False
+    # the question's time budget ran out: the answer (if any) is the best candidate that ran, "unverified"
+    timed_out: bool = False
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # about the connection's rights (verifiedsql.privileges)
     value_matches: list[ValueMatch] = field(default_factory=list)  # grounding
     constraints: list[str] = field(default_factory=list)  # what the question requires (verify)
     probes: list[Probe] = field(default_factory=list)  # model probes, in order (probe)
@@ -307,7 +310,9 @@ class VerificationReport:
             f"time: {sum(self.timings.values()):.2f}s",
         ]
         if self.truncated:
-            lines.append("rows: truncated at the row cap")
+            lines.append("rows: truncated at the row cap (row_cap or max_result_bytes)")
+        if self.timed_out:
+            lines.append("time: the question's time budget ran out; answered with the best candidate that ran")
         lines.extend(f"value: {m.table}.{m.column} = {m.value!r} ({m.kind})" for m in self.value_matches)
         lines.extend(f"probe: {p.sql} -> {p.status}" + (f" ({p.row_count} rows)" if p.row_count is not None else "")
                      for p in self.probes)
@@ -336,4 +341,5 @@ class VerificationReport:
         if repairs:
             lines.append(f"repairs: {repairs}")
         lines.extend(f"note: {n}" for n in self.notes)
+        lines.extend(f"warning: {w}" for w in self.warnings)
         return "\n".join(lines)

@@ -2,7 +2,10 @@
 
 It parses the SQL with sqlglot in the engine's dialect and accepts exactly one query (SELECT, WITH,
 VALUES or a set operation) with no data-modifying node anywhere in its tree and no function or table
-function on the dialect's deny list.
+function on the dialect's deny list. Every called function must then pass the database's function
+policy (``functions``: an allowlist from the engine's own catalog). On PostgreSQL the text is also read
+by PostgreSQL's own parser (pglast), which must see one plain query and resolves quoted and ``U&``
+names exactly as the server does.
 """
 
 from __future__ import annotations
@@ -11,7 +14,10 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from . import calls
+from .contain import sql_nesting_problem
 from .errors import UnparseableSQLError, UnsafeSQLError
+from .functions import FunctionPolicy, name_policy, refusal_message
 from .profiles import DialectProfile
 
 QUERY_ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Subquery)
@@ -57,9 +63,11 @@ def _function_name(node: exp.Expression) -> str | None:
 
 def parse_one_query(sql: str, profile: DialectProfile) -> exp.Expression:
     """Parse ``sql`` as exactly one statement in the profile's dialect, or raise."""
+    if problem := sql_nesting_problem(sql):
+        raise UnparseableSQLError(f"{problem}.", construct="deeply nested SQL")
     try:
         statements = [s for s in sqlglot.parse(sql, read=profile.sqlglot_dialect) if s is not None]
-    except SqlglotError as error:
+    except (SqlglotError, RecursionError) as error:
         raise UnparseableSQLError(
             f"the statement guard could not parse this {profile.display_name} SQL ({error}); "
             "only statements it can check are run.",
@@ -73,8 +81,11 @@ def parse_one_query(sql: str, profile: DialectProfile) -> exp.Expression:
     return statements[0]
 
 
-def check_query(sql: str, profile: DialectProfile) -> exp.Expression:
-    """Return the parsed query if it is a pure read for this dialect; raise ``UnsafeSQLError`` otherwise."""
+def check_query(sql: str, profile: DialectProfile, functions: FunctionPolicy | None = None) -> exp.Expression:
+    """Return the parsed query if it is a pure read for this dialect; raise ``UnsafeSQLError`` otherwise.
+
+    ``functions``: the database's function policy (``Database.functions``); without one, only the rules
+    that need no catalog apply."""
     tree = parse_one_query(sql, profile)
     if not isinstance(tree, QUERY_ROOTS):
         raise UnsafeSQLError(
@@ -106,7 +117,31 @@ def check_query(sql: str, profile: DialectProfile) -> exp.Expression:
                 f"reading from a file or URL ({_describe(node)}) is not allowed.",
                 construct="file table",
             )
+    _check_calls(sql, tree, profile, functions or name_policy(profile))
     return tree
+
+
+def _check_calls(sql: str, tree: exp.Expression, profile: DialectProfile, functions: FunctionPolicy | None) -> None:
+    """Every called function against the policy. PostgreSQL's own parser (pglast) reads PostgreSQL
+    text, so quoting and ``U&`` escapes resolve as on the server; it must also see one plain query."""
+    if functions is None:  # SQLite: the deny list above is the statement guard's function check
+        return
+    if profile.name == "postgresql":
+        found = calls.postgresql_statement(sql)
+        if found is None:  # PostgreSQL's grammar rejects it: the server will say why
+            return
+        pg_calls, problem = found
+        if problem:
+            raise UnsafeSQLError(
+                f"PostgreSQL's parser reads this as {problem}, not one query; generated SQL may only read.",
+                construct=problem,
+            )
+        judged = [(call, True) for call in pg_calls]
+    else:
+        judged = list(calls.sqlglot_tree(tree, profile.sqlglot_dialect))
+    for (name, qualifier, position), written in judged:
+        if reason := functions.refusal(name, qualifier, position=position, written=written):
+            raise UnsafeSQLError(refusal_message(name, reason, profile.display_name), construct=f"{name}()")
 
 
 FILE_SUFFIXES = (

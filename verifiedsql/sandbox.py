@@ -21,6 +21,7 @@ are set hard (soft = hard) by the runner's first statements, before pandas or an
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import shutil
@@ -30,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from .errors import SandboxError, SandboxUnavailableError
@@ -296,6 +297,12 @@ class Sandbox:
         else:
             cmd += ["--"]
         return cmd + argv
+
+    def within(self, seconds: float) -> Sandbox:
+        """These limits with the wall-clock time (and the CPU time) cut to ``seconds``, for a run that must
+        end before a deadline (the time left of the question's budget)."""
+        wall = max(0.0, min(self.wall_seconds, seconds))
+        return replace(self, wall_seconds=wall, cpu_seconds=max(1, min(self.cpu_seconds, math.ceil(wall))))
 
     def available(self) -> bool:
         """True when ``bwrap`` exists and a trivial jailed Python run works (cached per setup)."""

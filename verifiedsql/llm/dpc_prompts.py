@@ -5,7 +5,6 @@ on that database in Python without seeing the candidates."""
 from __future__ import annotations
 
 import ast
-import json
 import keyword
 import re
 from collections.abc import Sequence
@@ -13,6 +12,7 @@ from typing import Any
 
 from ..schema import Table, render_table
 from .base import Message, messages
+from .prompts import loads_reply
 
 # --- tester (DPC appendix A.2) -------------------------------------------------------------------
 
@@ -238,7 +238,7 @@ def _balanced_spans(text: str) -> list[str]:
 def _loads(span: str) -> Any:
     """JSON, else a Python literal (single quotes, None/True): both parsers only read data."""
     try:
-        return json.loads(span)
+        return loads_reply(span)
     except ValueError as json_error:
         try:
             return ast.literal_eval(span)

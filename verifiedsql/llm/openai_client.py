@@ -1,6 +1,8 @@
 """A ``ChatModel`` for any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
 
-Retries are done here, not by the ``openai`` package, so that one call never outlives its time budget:
+Each attempt runs under a total deadline (``watchdog.run_within``), not only the client's read timeout, which a
+server that trickles its reply byte by byte never trips. Retries are done here, not by the ``openai``
+package, so that one call never outlives its time budget:
 connection errors, timeouts, HTTP 429 (honouring ``Retry-After``) and 5xx, and malformed or empty
 answers are retried with exponential backoff and jitter; anything else fails at once. Every failure
 surfaces as ``LLMError`` with a hint on what to do.
@@ -16,10 +18,18 @@ from typing import Any
 import openai
 
 from ..errors import LLMError
+from ..redact import secrets as scrub_secrets
+from ..redact import split_credentials, url_secrets, url_without_credentials
+from ..watchdog import run_within
 from .base import ChatRequest, ChatResponse
 
 MAX_RETRY_AFTER_S = 30.0
 _MIN_ATTEMPT_S = 0.05
+
+
+class _TotalTimeout(Exception):
+    """The attempt had no complete answer when its time was up (a server that trickles its reply never
+    trips a read timeout); the request is abandoned and ends in the background."""
 
 
 class _Retryable(Exception):
@@ -50,14 +60,17 @@ class OpenAIChatModel:
         use_env_proxy: bool = True,
     ) -> None:
         self._model = model
-        self.base_url = base_url
+        # Credentials written into the URL (user:password@) travel as HTTP basic auth, as httpx would send
+        # them, so the URL that errors and HTTP logs show never holds them.
+        self.base_url = url_without_credentials(base_url)
+        self._secrets = (api_key, *url_secrets(base_url))
         self.timeout_s = float(timeout_s)
         self.max_retries = max(0, int(max_retries))
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self._client = openai.OpenAI(
-            base_url=base_url, api_key=api_key or "not-needed", timeout=self.timeout_s, max_retries=0,
-            http_client=None if use_env_proxy else openai.DefaultHttpxClient(trust_env=False),
+            base_url=split_credentials(base_url)[0], api_key=api_key or "not-needed", timeout=self.timeout_s,
+            max_retries=0, http_client=_http_client(split_credentials(base_url)[1], use_env_proxy),
         )
 
     @property
@@ -81,10 +94,10 @@ class OpenAIChatModel:
                 delay = self._delay(attempt, err.wait_s)
                 left = deadline - time.monotonic()
                 if attempt > self.max_retries or delay >= left - _MIN_ATTEMPT_S:
-                    raise LLMError(
+                    raise LLMError(scrub_secrets(
                         f"LLM call to {self.base_url or 'api.openai.com'} (model {self._model!r}) failed "
-                        f"after {attempt} attempt(s) in {time.monotonic() - start:.1f} s: {err}. {err.hint}"
-                    ) from err
+                        f"after {attempt} attempt(s) in {time.monotonic() - start:.1f} s: {err}. {err.hint}",
+                        self._secrets)) from err
                 time.sleep(delay)
 
     def _attempt(self, request: ChatRequest, timeout: float, start: float, budget: float) -> ChatResponse:
@@ -98,8 +111,12 @@ class OpenAIChatModel:
             kwargs["seed"] = request.seed
         if request.stop:
             kwargs["stop"] = list(request.stop)
-        try:
-            completion = self._client.chat.completions.create(timeout=timeout, **kwargs)
+        try:  # the client's timeout is per read; the watchdog ends the whole attempt at ``timeout``
+            completion = run_within(lambda: self._client.chat.completions.create(timeout=timeout, **kwargs),
+                                    timeout, _TotalTimeout, grace_s=0.0, name="verifiedsql-llm")
+        except _TotalTimeout as exc:
+            raise _Retryable(f"no complete answer within {timeout:.1f} s (the server answers too slowly)",
+                             self._timeout_hint(budget)) from exc
         except openai.APITimeoutError as exc:
             raise _Retryable("the request timed out", self._timeout_hint(budget)) from exc
         except openai.APIConnectionError as exc:
@@ -150,9 +167,9 @@ class OpenAIChatModel:
                     "model name (VERIFIEDSQL_LLM_MODEL).")
         else:
             hint = "The server refused the request; check that the model supports chat completions."
-        return LLMError(
-            f"LLM call to {self.base_url or 'api.openai.com'} (model {self._model!r}) failed: {detail}. {hint}"
-        )
+        return LLMError(scrub_secrets(
+            f"LLM call to {self.base_url or 'api.openai.com'} (model {self._model!r}) failed: {detail}. {hint}",
+            self._secrets))
 
     def _delay(self, attempt: int, wait_s: float | None) -> float:
         if wait_s is not None:
@@ -171,6 +188,14 @@ class OpenAIChatModel:
 
 _MALFORMED_HINT = ("The server's answer is not an OpenAI-compatible chat completion; check that the URL "
                    "points at an OpenAI-compatible endpoint (usually ending in /v1).")
+
+
+def _http_client(auth: tuple[str, str] | None, trust_env: bool) -> Any:
+    """The SDK's HTTP client, sending ``auth`` (the URL's user and password) as basic auth and ignoring
+    proxy settings unless ``trust_env``; None where the SDK's own default does the same."""
+    if trust_env and auth is None:
+        return None
+    return openai.DefaultHttpxClient(trust_env=trust_env, auth=auth)
 
 
 def estimate_tokens(text: str) -> int:

@@ -75,7 +75,7 @@ def repair_messages(
 
 def first_json_value(text: str, openers: str = "{[") -> Any:
     """The first JSON value in a model reply that starts at one of ``openers`` and parses (fenced or
-    bare); None when there is none."""
+    bare); None when there is none, or when the reply nests too deeply for the parser."""
     decoder = json.JSONDecoder()
     for start, char in enumerate(text):
         if char in openers:
@@ -83,7 +83,17 @@ def first_json_value(text: str, openers: str = "{[") -> Any:
                 return decoder.raw_decode(text, start)[0]
             except json.JSONDecodeError:
                 continue
+            except RecursionError:  # every later start lies inside the same deep nest
+                return None
     return None
+
+
+def loads_reply(text: str) -> Any:
+    """``json.loads`` for model text: JSON nested too deeply to parse raises ``ValueError``, like bad JSON."""
+    try:
+        return json.loads(text)
+    except RecursionError as error:
+        raise ValueError("the JSON is nested too deeply to read") from error
 
 
 _FENCE = re.compile(r"```(?:[a-zA-Z]*)\s*\n?(.*?)```", re.DOTALL)

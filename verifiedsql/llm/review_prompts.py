@@ -3,7 +3,6 @@ of their replies. Each ``*_messages`` function returns the message tuple for one
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from ..profiles import DialectProfile
 from ..results import ResultSet
 from .base import Message, messages
-from .prompts import generation_messages
+from .prompts import generation_messages, loads_reply
 
 TABLE_ROWS = 10  # rows of an execution result shown to reviewers and the writer
 TABLE_CELL_CHARS = 40
@@ -124,9 +123,9 @@ def parse_professions(text: str, n: int) -> list[str] | None:
         match = pattern.search(text)
         if match:
             try:
-                found = json.loads(match.group(0))
+                found = loads_reply(match.group(0))
                 break
-            except json.JSONDecodeError:
+            except ValueError:
                 continue
     if isinstance(found, dict):
         found = list(found.values())

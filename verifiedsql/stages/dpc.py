@@ -164,7 +164,8 @@ class DualParadigmSelector(Stage):
         margin = self.options.dpc_margin
         for attempt in range(self.options.dpc_votes):
             self.deadline.check("the dual-paradigm test's pandas solver")
-            outcome = solve(self.llm, self.report, self.sandbox, slice_, mdd.tables, question, seed=attempt)
+            outcome = solve(self.llm, self.report, self.sandbox, slice_, mdd.tables, question, seed=attempt,
+                            deadline=self.deadline)
             test.solver_attempts += outcome.attempts
             if outcome.skipped:
                 test.reason = f"the solver was skipped: {outcome.skipped}"

@@ -31,6 +31,7 @@ from sqlglot.errors import SqlglotError
 from .. import readonly
 from ..database import Database
 from ..errors import QueryError, QueryTimeoutError, SliceError
+from ..functions import FunctionPolicy
 from ..profiles import DialectProfile, all_profiles
 from ..results import ResultSet
 from ..safety import check_query
@@ -268,9 +269,11 @@ def _check_width(table: Table, rows: Sequence[Sequence[Any]]) -> None:
 class Scratch:
     """A tiny database holding one schema slice; ``load`` rows into it and ``run`` candidate SQL on it."""
 
-    def __init__(self, engine: _Engine, slice_: SchemaSlice, profile: DialectProfile, row_cap: int) -> None:
+    def __init__(self, engine: _Engine, slice_: SchemaSlice, profile: DialectProfile, row_cap: int,
+                 functions: FunctionPolicy | None = None) -> None:
         self.slice = slice_
         self.profile = profile  # the user's: the statement guard and the dialect candidates are written in
+        self.functions = functions  # the user's database's function policy (PostgreSQL runs on its server)
         self.row_cap = row_cap
         self._engine = engine
         self._index = TableIndex(slice_.tables)
@@ -331,7 +334,7 @@ class Scratch:
         and rewritten to the scratch tables' names and the scratch dialect where needed."""
         prepared = self._prepared.get(sql)
         if prepared is None:
-            tree = check_query(sql, self.profile)
+            tree = check_query(sql, self.profile, self.functions)
             references = table_references(tree, self._index)
             prepared = self._rewrite(tree, references) if self._needs_rewrite(references) else sql
             self._prepared[sql] = prepared
@@ -384,7 +387,7 @@ class Scratch:
 @contextmanager
 def _scratch(database: Database, slice_: SchemaSlice, row_cap: int, timeout_s: float) -> Iterator[Scratch]:
     engine = _open_engine(database, slice_.scratch_dialect, timeout_s)
-    scratch = Scratch(engine, slice_, database.profile, row_cap)
+    scratch = Scratch(engine, slice_, database.profile, row_cap, database.functions())
     try:
         scratch.create_tables()
         yield scratch

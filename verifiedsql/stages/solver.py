@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
+from ..deadline import Deadline
 from ..errors import LLMError, SandboxError, SandboxUnavailableError
 from ..llm.base import ChatModel, ChatRequest, Message
 from ..llm.dpc_prompts import (
@@ -142,9 +143,13 @@ def solve(
     corrections: int = 3,
     max_tokens: int = 768,
     seed: int = 0,
+    deadline: Deadline | None = None,
 ) -> SolverOutcome:
     """Write pandas code that answers ``question`` on the MDD, run it in the sandbox, self-correct on
-    errors (at most ``corrections + 1`` replies); the outcome's ``result`` is None when no run worked."""
+    errors (at most ``corrections + 1`` replies); the outcome's ``result`` is None when no run worked. Each
+    sandboxed run ends by the ``deadline`` (none: the sandbox's own limits); with no time left,
+    ``QuestionTimeoutError``."""
+    deadline = deadline or Deadline()
     outcome = SolverOutcome()
     outcome.skipped = _no_sandbox(sandbox)
     if outcome.skipped:
@@ -168,7 +173,9 @@ def solve(
             break
         previous = code
         outcome.code = code or outcome.code
-        failure = _run(sandbox, code, frames, outcome) if code else NO_CODE
+        if code:
+            deadline.check("running the dual-paradigm test's pandas solver in the sandbox")
+        failure = _run(sandbox.within(deadline.remaining()), code, frames, outcome) if code else NO_CODE
         if failure is None:
             break
         outcome.errors.append(failure)

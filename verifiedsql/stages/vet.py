@@ -183,7 +183,8 @@ class ExecutionTracer(Stage):
             names = ", ".join(tables + columns)
             return f"it uses {names}, outside the candidate tables and columns: use only the DataFrames listed", None
         program = "\n\n".join([*(s.code for s in accepted), code, AS_COLUMN])
-        run = self.sandbox.run_pandas(program, data.frames)
+        self.deadline.check(f"running step {step.number} of the execution trace in the sandbox")
+        run = self.sandbox.within(self.deadline.remaining()).run_pandas(program, data.frames)
         if not run.ok:
             failure = run.error or "no error message"
             labelled = f"{INCIDENT} ({run.incident}): {failure}" if run.incident else failure

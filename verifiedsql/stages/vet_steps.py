@@ -21,6 +21,20 @@ FILTERS = frozenset({"query", "head", "tail", "nlargest", "nsmallest", "drop_dup
 COLUMN_KEYWORDS = frozenset({"on", "left_on", "right_on", "by", "columns", "subset", "column", "values",
                              "index", "usecols"})
 _MASK_NODES = (ast.Compare, ast.BoolOp, ast.UnaryOp)
+# What Python's parser raises besides SyntaxError on hostile code: null bytes (ValueError) and nesting
+# too deep for its recursion (RecursionError, MemoryError).
+_UNREADABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
+def _parse(code: str) -> ast.Module:
+    """``ast.parse``; code Python cannot read raises ``SyntaxError`` whatever the reason."""
+    try:
+        return ast.parse(code)
+    except SyntaxError:
+        raise
+    except _UNREADABLE as error:
+        reason = f"{type(error).__name__}: nested too deeply or not text"
+        raise SyntaxError(f"the code cannot be read ({reason})") from error
 
 
 @dataclass(frozen=True)
@@ -101,7 +115,7 @@ def with_result(code: str) -> str:
     the last bare expression, the last printed value or the last assigned name becomes it. Code that does
     not parse, or has nothing to name, is returned unchanged."""
     try:
-        tree = ast.parse(code)
+        tree = _parse(code)
     except SyntaxError:
         return code
     body: list[ast.stmt] = []
@@ -123,12 +137,16 @@ def with_result(code: str) -> str:
     if not body:
         return code
     tree.body = body
-    return ast.unparse(ast.fix_missing_locations(tree))
+    try:
+        return ast.unparse(ast.fix_missing_locations(tree))
+    except _UNREADABLE:
+        return code
 
 
 def step_shape(code: str) -> StepShape:
-    """The shape of one step; ``SyntaxError`` propagates (the step is repaired like any failure)."""
-    tree = ast.parse(code)
+    """The shape of one step; ``SyntaxError`` (also for code nested too deeply to read) propagates: the step
+    is repaired like any failure."""
+    tree = _parse(code)
     called = _called(tree)
     if called & AGGREGATIONS or "len" in called:
         kind: StepKind = "aggregate"
