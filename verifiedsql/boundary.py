@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlglot import exp
 
 from .errors import UnsafeSQLError
+from .jsontree import json_nodes
 from .profiles import DialectProfile
 
 # System relations (tables and views) whose rows are secrets or server internals, by engine; refused in
@@ -107,17 +108,6 @@ def current_catalogs(url: sa.URL) -> tuple[str, ...]:
     return (database.split("/")[0],) if database else ()
 
 
-def _plan_nodes(plan: Any) -> Iterator[dict[str, Any]]:
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            yield node
-            stack.extend(value for value in node.values() if isinstance(value, (list, dict)))
-
-
 def _reads_column(node: dict[str, Any], columns: frozenset[str]) -> bool:
     texts = [*node.get("Output", ()), str(node.get("Filter", "")), str(node.get("Index Cond", ""))]
     return any(column in text for text in texts for column in columns)
@@ -129,7 +119,7 @@ def duckdb_relation_refusal(tree: Any, schema: str | None, catalog: str) -> str 
     schema are left to the statement guard (the parser does not resolve them)."""
     if not schema:
         return None
-    for node in _plan_nodes(tree):
+    for node in json_nodes(tree):
         if node.get("type") != "BASE_TABLE":
             continue
         parts = [str(node.get(key) or "") for key in ("catalog_name", "schema_name", "table_name")]
@@ -141,7 +131,7 @@ def duckdb_relation_refusal(tree: Any, schema: str | None, catalog: str) -> str 
 def plan_relation_refusal(plan: Any, schema: str | None = None) -> str | None:
     """The first relation a PostgreSQL JSON plan scans outside ``schema`` (when one is given), or a secret
     catalog column it reads; None when there is none."""
-    for node in _plan_nodes(plan):
+    for node in json_nodes(plan):
         relation = node.get("Relation Name")
         if not isinstance(relation, str):
             continue

@@ -22,24 +22,13 @@ from sqlglot.errors import SqlglotError
 from .callscan import function_calls
 from .errors import ConfigurationError
 from .functions import Position
+from .jsontree import json_nodes
 
 Call = tuple[str, str, Position]  # (name, qualifier, where the call stands)
 
 # Nodes of PostgreSQL's raw parse tree that make a SELECT more than a read.
 _PG_WRITES = {"InsertStmt": "INSERT", "UpdateStmt": "UPDATE", "DeleteStmt": "DELETE", "MergeStmt": "MERGE",
               "intoClause": "SELECT INTO", "lockingClause": "FOR UPDATE/SHARE"}
-
-
-def _walk(tree: Any) -> Iterator[dict[str, Any]]:
-    """Every dict of a JSON tree, without recursion (a deeply nested statement cannot overflow it)."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            yield node
-            stack.extend(node.values())
 
 
 def postgresql_statement(sql: str) -> tuple[list[Call], str | None] | None:
@@ -62,7 +51,7 @@ def postgresql_statement(sql: str) -> tuple[list[Call], str | None] | None:
     elif "SelectStmt" not in statements[0].get("stmt", {}):
         problem = next(iter(statements[0].get("stmt", {"?": 0}))).removesuffix("Stmt").upper()
     calls: list[Call] = []
-    for node in _walk(tree):
+    for node in json_nodes(tree):
         for key, construct in _PG_WRITES.items():
             if key in node and problem is None:
                 problem = construct
@@ -107,7 +96,7 @@ def sqlglot_tree(tree: exp.Expression, dialect: str) -> Iterator[tuple[Call, boo
 
 def postgresql_plan(plan: Any) -> Iterator[Call]:
     """Call-like names in a JSON plan's expressions (a linear scan), and its function scans' names."""
-    for node in _walk(plan):
+    for node in json_nodes(plan):
         name = node.get("Function Name")
         if isinstance(name, str):
             yield name, str(node.get("Schema", "")), "any"
@@ -121,9 +110,9 @@ def postgresql_plan(plan: Any) -> Iterator[Call]:
 
 def duckdb_tree(tree: Any) -> Iterator[Call]:
     """Function names in DuckDB's serialized parse tree; table functions are marked as such."""
-    tables = {id(node["function"]) for node in _walk(tree)
+    tables = {id(node["function"]) for node in json_nodes(tree)
               if node.get("type") == "TABLE_FUNCTION" and isinstance(node.get("function"), dict)}
-    for node in _walk(tree):
+    for node in json_nodes(tree):
         name = node.get("function_name")
         if isinstance(name, str):
             qualifier = ".".join(part for part in (node.get("catalog"), node.get("schema")) if part)

@@ -68,6 +68,7 @@ from .bounded import postgresql_stream
 from . import session_state, sqlite_hooks
 from .errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError, VerifiedSQLError
 from .functions import FunctionPolicy, name_policy, postgresql_policy, refusal_message
+from .jsontree import json_nodes
 from .profiles import DialectProfile
 from .redact import engine_error
 from .safety import check_query, is_file_path
@@ -170,27 +171,13 @@ _DUCKDB_SETTINGS = ("autoinstall_known_extensions", "autoload_known_extensions")
 _DUCKDB_STREAM_BUFFER = "1KB"
 
 
-def _json_nodes(tree: Any) -> Iterator[Any]:
-    """Every dict and string in a JSON tree (an engine's serialized parse tree or plan)."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            yield node
-            stack.extend(node.values())
-        elif isinstance(node, str):
-            yield node
-
-
 def _duckdb_tree_refusal(tree: Any, profile: DialectProfile, functions: FunctionPolicy | None = None) -> str | None:
     """The first refused function (by the database's policy, else by name) or file scan in DuckDB's
     serialized parse tree, if any."""
     policy = functions or name_policy(profile)
     if policy is not None and (hit := policy.first_refusal(calls.duckdb_tree(tree), written=True)):
         return f"{hit[0].lower()}()"
-    for node in _json_nodes(tree):
+    for node in json_nodes(tree):
         if not isinstance(node, dict):
             continue
         function = node.get("function_name")
@@ -282,7 +269,7 @@ def _plan_refusal(plan: Any, profile: DialectProfile,
     """The first table modification or refused function call in a JSON plan, if any. The plan's
     expressions are scanned in linear time (``callscan``); ``policy_for(names)`` gives the policy for
     the names found (from ``pg_proc``), else only the rules that need no catalog apply."""
-    for node in _json_nodes(plan):
+    for node in json_nodes(plan, strings=True):
         if isinstance(node, dict) and node.get("Node Type") == "ModifyTable":
             return str(node.get("Operation", "modify")).upper()
     found = list(calls.postgresql_plan(plan))
