@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 from .errors import SandboxError, SandboxUnavailableError
 
@@ -41,6 +41,8 @@ __all__ = ["Incident", "Sandbox", "SandboxResult"]
 Incident = str  # one of: "timeout", "cpu", "memory", "file_size", "output"
 
 _MB = 1024 * 1024
+# printed bytes that end a run: output past max_output_bytes is only cut short, but a flood would race the CPU limit
+OUTPUT_FLOOD_BYTES = 64 * _MB
 _IN = "/sandbox/in"
 _WORK = "/sandbox/work"
 
@@ -138,11 +140,15 @@ class SandboxResult:
 
 
 class _Drain(threading.Thread):
-    """Read a pipe to EOF, keeping at most ``cap`` bytes and counting the rest."""
+    """Read a pipe to EOF, keeping at most ``cap`` bytes and counting the rest. With ``stop``, once the
+    writer has sent more than ``stop_after`` bytes, ``stop()`` is called once (the jail is ended), so a
+    flood of output costs bounded time instead of racing the CPU limit."""
 
-    def __init__(self, stream: IO[bytes], cap: int) -> None:
+    def __init__(self, stream: IO[bytes], cap: int, stop: Callable[[], None] | None = None,
+                 stop_after: int = 0) -> None:
         super().__init__(daemon=True)
         self.stream, self.cap, self.data, self.total = stream, cap, bytearray(), 0
+        self.stop, self.stop_after = stop, stop_after
 
     def run(self) -> None:
         try:
@@ -150,6 +156,9 @@ class _Drain(threading.Thread):
                 self.total += len(chunk)
                 if len(self.data) < self.cap:
                     self.data += chunk[: self.cap - len(self.data)]
+                if self.stop is not None and self.total > self.stop_after:
+                    self.stop()
+                    self.stop = None
         except (OSError, ValueError):
             pass
         finally:
@@ -367,7 +376,15 @@ class Sandbox:
         finally:
             os.close(write_fd)
             os.close(info_w)
-        drains = [_Drain(proc.stdout, self.max_output_bytes), _Drain(proc.stderr, self.max_output_bytes),  # type: ignore[arg-type]
+        def end_jail() -> None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        flood = max(OUTPUT_FLOOD_BYTES, self.max_output_bytes)
+        drains = [_Drain(proc.stdout, self.max_output_bytes, end_jail, flood),  # type: ignore[arg-type]
+                  _Drain(proc.stderr, self.max_output_bytes, end_jail, flood),  # type: ignore[arg-type]
                   _Drain(os.fdopen(read_fd, "rb"), max(self.max_file_mb * _MB, 1 * _MB)),
                   _Drain(os.fdopen(info_r, "rb"), 4096)]
         for d in drains:
@@ -414,6 +431,8 @@ class Sandbox:
             incident = "output"  # printing too much is cut short; it fails no run on its own
             if payload.get("ok") is not True:
                 error = f"the code printed more than {self.max_output_bytes} bytes (cut short)"
+                if max(out.total, err.total) > max(OUTPUT_FLOOD_BYTES, self.max_output_bytes):
+                    error += "; it kept printing and was stopped"
         ok = payload.get("ok") is True and incident in (None, "output") and not outcome.truncated
         rows: list[tuple[Any, ...]] = []
         columns: list[str] = []
