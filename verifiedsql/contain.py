@@ -18,6 +18,7 @@ from contextlib import contextmanager
 
 from .errors import QueryError, VerifiedSQLError
 from .redact import engine_error
+from .sqlshape import skip_comment, skip_quoted
 
 MAX_SQL_NESTING = 24  # brackets inside brackets; generated SQL rarely goes past 6
 _OPENERS, _CLOSERS = "([{", ")]}"
@@ -31,16 +32,10 @@ def nesting_depth(text: str) -> int:
     while i < n:
         ch = text[i]
         if ch in "'\"`":
-            end = text.find(ch, i + 1)
-            i = n if end < 0 else end + 1
+            i = skip_quoted(text, i, ch)
             continue
-        if text.startswith("--", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end + 1
-            continue
-        if text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
+        if (after := skip_comment(text, i)) is not None:
+            i = after
             continue
         if ch in _OPENERS:
             depth += 1

@@ -72,20 +72,15 @@ def shape_of(text: str) -> Shape:
         if ch.isspace() or (not ch.isprintable() and ch not in _PROSE_PUNCTUATION):
             i += 1
             continue
-        if text.startswith("--", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end + 1
-            continue
-        if text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
+        if (after := skip_comment(text, i)) is not None:
+            i = after
             continue
         shape.tokens += 1
         glued = previous_end == i
         if ch != ";":
             shape.last = _last_token(text, i)
         if ch in "'\"`":
-            i = _skip_quoted(text, i, ch)
+            i = skip_quoted(text, i, ch)
             shape.structure.append("string literal" if ch == "'" else "quoted identifier")
             leading = False
             continue
@@ -157,7 +152,19 @@ def _last_token(text: str, start: int) -> str:
     return (match.group() if match else text[start]).lower()
 
 
-def _skip_quoted(text: str, start: int, quote: str) -> int:
+def skip_comment(text: str, start: int) -> int | None:
+    """The index after the ``--`` or ``/* */`` comment that opens at ``start`` (an unterminated one runs to
+    the end of the text); None when no comment opens there."""
+    if text.startswith("--", start):
+        end = text.find("\n", start)
+        return len(text) if end < 0 else end + 1
+    if text.startswith("/*", start):
+        end = text.find("*/", start + 2)
+        return len(text) if end < 0 else end + 2
+    return None
+
+
+def skip_quoted(text: str, start: int, quote: str) -> int:
     """The index after the literal or quoted name opened at ``start`` (doubled quotes escape; an
     unterminated one runs to the end of the text)."""
     i = start + 1
