@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from fakes import fenced
+from fakes import ScriptedChatModel, fenced
 from verifiedsql.bench.data import Example, load_examples, stratified_sample
 from verifiedsql.bench.spider import SpiderConfig, run_spider
 from verifiedsql.errors import LLMError
@@ -52,32 +52,24 @@ def make_spider(root):
     return root
 
 
-class PoolModel:
-    """Per question, candidate k (the request's seed) answers ``plan[question][k]`` ('gold' or 'wrong')."""
+def PoolModel(plan, answer=None):
+    """Per question, candidate k (the request's seed) answers ``plan[question][k]`` ('gold' or 'wrong');
+    ``answer``, when given, answers every request instead."""
 
-    def __init__(self, plan):
-        self.plan = plan
-        self.requests: list[ChatRequest] = []
-
-    @property
-    def name(self):
-        return "pool-model"
-
-    def complete(self, request):
-        self.requests.append(request)
+    def script(request: ChatRequest) -> str:
+        if answer is not None:
+            return answer
         question = next(m["content"] for m in request.messages if "Question: " in m["content"])
         question = question.rsplit("Question: ", 1)[1]
         gold = next(sql for _, q, sql in QUESTIONS if q == question)
-        choice = self.plan.get(question, ["gold"] * 5)[request.seed or 0]
-        return ChatResponse(text=fenced(gold if choice == "gold" else WRONG), model="pool-model",
-                            prompt_tokens=100, completion_tokens=10, seconds=0.5)
+        choice = plan.get(question, ["gold"] * 5)[request.seed or 0]
+        return fenced(gold if choice == "gold" else WRONG)
+
+    return ScriptedChatModel(script, name="pool-model", prompt_tokens=100, completion_tokens=10, seconds=0.5)
 
 
-class FailingModel:
-    name = "pool-model"
-
-    def complete(self, request):
-        raise LLMError("the model is down")
+def FailingModel():
+    return ScriptedChatModel(lambda request: LLMError("the model is down"), name="pool-model")
 
 
 @pytest.fixture
@@ -171,12 +163,9 @@ def test_model_failures_are_recorded_and_retried(spider, tmp_path):
 
 
 def test_no_answer_is_graded_wrong_with_candidates_kept(spider, tmp_path):
-    class Broken(PoolModel):
-        def complete(self, request):
-            self.requests.append(request)
-            return ChatResponse(fenced("SELECT nope FROM nowhere"), self.name, 1, 1, 0.0)
-
-    run = run_spider(config(spider, tmp_path, strategies=["greedy"]), llm=Broken({}), progress=lambda line: None)
+    broken = ScriptedChatModel(lambda request: fenced("SELECT nope FROM nowhere"), name="pool-model",
+                               prompt_tokens=1, completion_tokens=1)
+    run = run_spider(config(spider, tmp_path, strategies=["greedy"]), llm=broken, progress=lambda line: None)
     record = run.records[0]
     assert record["status"] == "no_answer" and not record["correct"] and not record["pass_at_n"]
     assert record["candidates"][0]["status"] == "error"

@@ -8,9 +8,9 @@ import time
 import pytest
 import sqlalchemy as sa
 from backends import load_shop, shop_rows
+import fakes
 from fakes import ScriptedChatModel, fenced
 
-import verifiedsql
 from verifiedsql.bench.strategies import strategy_options
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
@@ -19,8 +19,8 @@ from verifiedsql.llm.prompts import generation_messages
 from verifiedsql.profiles import profile_for
 from verifiedsql.report import VerificationReport
 from verifiedsql.schema import Column, ForeignKey, Schema, Table, render_schema
-from verifiedsql.stages.compress import compress_schema, estimate_tokens, group_tables
-from verifiedsql.stages.grouping import render_group
+from verifiedsql.stages.reforce.compress import compress_schema, estimate_tokens, group_tables
+from verifiedsql.stages.common.grouping import render_group
 
 SHARD_COLUMNS = ("visit_id", "visitor_id", "country", "device", "pageviews", "revenue", "channel", "landing_page")
 
@@ -221,13 +221,8 @@ SHIPPED = sum(row["status"] == "shipped" for row in shop_rows()["orders"])
 
 
 def ask(url: str, **options: object) -> tuple[VerificationReport, list[tuple], ScriptedChatModel]:
-    fake = ScriptedChatModel(lambda request: fenced(ANSWER))
-    engine = verifiedsql.create_engine(url, llm=fake, candidates=1, **options)
-    with engine.connect() as conn:
-        result = conn.execute(verifiedsql.ask(QUESTION))
-        rows = [tuple(row) for row in result]
-    engine.dispose()
-    return result.verification, rows, fake
+    rows, report, fake = fakes.ask(url, QUESTION, lambda request: fenced(ANSWER), candidates=1, **options)
+    return report, rows, fake
 
 
 def test_off_by_default_and_on_with_room_to_spare_leaves_the_prompt_unchanged(tmp_path):

@@ -10,7 +10,8 @@ import json
 import pytest
 import sqlalchemy as sa
 from backends import checksum, load_shop
-from fakes import ScriptedChatModel, fenced
+import fakes
+from fakes import purposes, fenced
 
 import verifiedsql
 from verifiedsql.bench.strategies import strategy_options
@@ -18,13 +19,13 @@ from verifiedsql.config import Options
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.profiles import profile_for
 from verifiedsql.sandbox import Sandbox
-from verifiedsql.stages.consensus import is_tie
-from verifiedsql.stages.explore import (
+from verifiedsql.stages.reforce.consensus import is_tie
+from verifiedsql.stages.reforce.explore import (
     MAX_CORRECTIONS,
     MAX_ERRORS_IN_A_ROW,
     parse_explorations,
 )
-from verifiedsql.stages.probe import PROBE_LIMIT
+from verifiedsql.stages.common.probes import PROBE_LIMIT
 
 QUESTION = "How many different countries do our customers come from?"
 ALL_ROWS = "SELECT COUNT(country) FROM customers"
@@ -60,18 +61,7 @@ def ask(engine: sa.Engine, first: dict[int, str], second: dict[int, str] | None,
             return solver
         raise AssertionError(f"unexpected {request.purpose} call")
 
-    fake = ScriptedChatModel(script)
-    settings = {"candidates": len(first), "consensus": True, **options}
-    verified = verifiedsql.create_engine(engine.url, llm=fake, **settings)
-    with verified.connect() as conn:
-        result = conn.execute(verifiedsql.ask(QUESTION))
-        rows = result.all()
-    verified.dispose()
-    return rows, result.verification, fake
-
-
-def purposes(fake: ScriptedChatModel) -> list[str]:
-    return [r.purpose for r in fake.requests]
+    return fakes.ask(engine, QUESTION, script, **{"candidates": len(first), "consensus": True, **options})
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from verifiedsql.errors import UnparseableSQLError
-from verifiedsql.stages.constraints import Constraint, ConstraintType as T, check_constraints, extract_constraints
+from verifiedsql.stages.pvsql.constraints import Constraint, ConstraintType as T, check_constraints, extract_constraints
 
 REPO = Path(__file__).resolve().parents[1]
 SPIDER_DEV = Path("/work/shared/data/spider_dev/dev.json")

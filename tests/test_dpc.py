@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 from backends import checksum, load_shop
-from fakes import ScriptedChatModel, fenced
+import fakes
+from fakes import fenced
 
-import verifiedsql
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.sandbox import Sandbox
-from verifiedsql.stages.dpc import contenders
+from verifiedsql.stages.dpc.stage import contenders
 
 QUESTION = "How many different countries do our customers come from?"
 ALL_ROWS = "SELECT COUNT(country) FROM customers"  # the majority's (wrong) reading
@@ -30,13 +30,7 @@ def ask(engine: sa.Engine, sqls: dict[int, str], solver_code: str, **options: ob
             return solver_code
         raise AssertionError(f"unexpected {request.purpose} call")
 
-    fake = ScriptedChatModel(script)
-    verified = verifiedsql.create_engine(engine.url, llm=fake, candidates=len(sqls), dpc=True, **options)
-    with verified.connect() as conn:
-        result = conn.execute(verifiedsql.ask(QUESTION))
-        rows = result.all()
-    verified.dispose()
-    return rows, result.verification, fake
+    return fakes.ask(engine, QUESTION, script, candidates=len(sqls), dpc=True, **options)
 
 
 SPLIT = {0: ALL_ROWS, 1: DISTINCT, 2: ALL_ROWS, 3: DISTINCT, 4: ALL_ROWS}

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 import verifiedsql
 from backends import COUNTRIES, checksum
-from fakes import ScriptedChatModel, by_seed
+from fakes import ScriptedChatModel, ask, by_seed
 
 TOTALS = "SELECT country, COUNT(*) AS n FROM customers GROUP BY country"
 WRONG = "SELECT country, COUNT(*) AS n FROM customers WHERE country <> 'USA' GROUP BY country"
@@ -24,20 +24,15 @@ def expected_counts() -> dict[str, int]:
 
 def test_question_on_every_engine(shop_engine):
     before = checksum(shop_engine)
-    fake = ScriptedChatModel(by_seed({0: TOTALS, 1: TOTALS, 2: WRONG, 3: BROKEN}, refine=TOTALS))
-    engine = verifiedsql.create_engine(shop_engine.url, llm=fake, candidates=4)
-    with engine.connect() as conn:
-        result = conn.execute(verifiedsql.ask("How many customers per country?"))
-        rows = {country: n for country, n in result.all()}
-    report = result.verification
-    assert rows == expected_counts()
+    script = by_seed({0: TOTALS, 1: TOTALS, 2: WRONG, 3: BROKEN}, refine=TOTALS)
+    rows, report, fake = ask(shop_engine, "How many customers per country?", script, candidates=4)
+    assert dict(rows) == expected_counts()
     assert report.dialect == shop_engine.dialect.name
     assert report.confidence == "majority" and report.sql == TOTALS
     assert [c.status for c in report.candidates] == ["ok", "ok", "ok", "ok"]
     assert report.candidates[3].attempts == [BROKEN]
     assert "customer_table" in fake.requests[4].messages[-1]["content"]
     assert checksum(shop_engine) == before
-    engine.dispose()
 
 
 def test_pandas_and_plain_sql_on_every_engine(shop_engine):

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from backends import checksum
-from fakes import ScriptedChatModel, fenced
+from fakes import ask, fenced
 
-import verifiedsql
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
-from verifiedsql.stages.grounding import (
+from verifiedsql.stages.pvsql.grounding import (
     ground_values,
     lookup_sql,
     match_kind,
@@ -78,15 +77,12 @@ def test_pipeline_puts_matches_in_the_prompt(tmp_path):
     from backends import load_shop
     url = f"sqlite:///{tmp_path / 'shop.db'}"
     load_shop(sa.create_engine(url)).dispose()
-    fake = ScriptedChatModel(lambda r: fenced("SELECT COUNT(*) FROM customers WHERE country = 'Brazil'"))
-    engine = verifiedsql.create_engine(url, llm=fake, candidates=1, ground_values=True)
-    with engine.connect() as conn:
-        result = conn.execute(verifiedsql.ask("How many customers live in brazil or 'BRAZIL'?"))
-        assert result.all() == [(2,)]
-    report = result.verification
+    rows, report, fake = ask(url, "How many customers live in brazil or 'BRAZIL'?",
+                             lambda r: fenced("SELECT COUNT(*) FROM customers WHERE country = 'Brazil'"),
+                             candidates=1, ground_values=True)
+    assert rows == [(2,)]
     assert [(m.table, m.column, m.value) for m in report.value_matches] == [("customers", "country", "Brazil")]
     user = fake.requests[0].messages[-1]["content"]
     assert "Values found in the database" in user and "customers.country = 'Brazil'" in user
     assert user.endswith("Question: How many customers live in brazil or 'BRAZIL'?")
     assert "ground" in report.timings and "value: customers.country = 'Brazil'" in report.summary()
-    engine.dispose()

@@ -12,14 +12,14 @@ from fakes import ScriptedChatModel
 
 from verifiedsql.errors import LLMError, QueryError
 from verifiedsql.llm.base import ChatRequest
-from verifiedsql.llm.dpc_prompts import extract_json_object, render_slice
+from verifiedsql.stages.dpc.prompts import extract_json_object, render_slice
 from verifiedsql.report import VerificationReport
 from verifiedsql.results import ResultSet
 from verifiedsql.schema import Column, ForeignKey, Table
-from verifiedsql.stages.dpc_data import Rows, SchemaSlice
-from verifiedsql.stages.mdd_model import (
+from verifiedsql.stages.common.slices import Rows, SchemaSlice
+from verifiedsql.stages.common.frames import column_kind
+from verifiedsql.stages.dpc.mdd_model import (
     coerce_value,
-    column_kind,
     parse_tables,
     synthesize_mdd,
 )

@@ -7,13 +7,14 @@ import json
 import pytest
 import sqlalchemy as sa
 from backends import checksum, load_shop
-from fakes import ScriptedChatModel, fenced
+import fakes
+from fakes import fenced
 
-import verifiedsql
 from verifiedsql.errors import UnsafeSQLError
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.profiles import profile_for
-from verifiedsql.stages.probe import PROBE_LIMIT, bound_probe, parse_decision
+from verifiedsql.stages.common.probes import PROBE_LIMIT, bound_probe
+from verifiedsql.stages.pvsql.probe import parse_decision
 
 QUESTION = "How many customers come from 'brazil'?"
 ANSWER = "SELECT COUNT(*) FROM customers WHERE country = 'Brazil'"
@@ -30,13 +31,7 @@ def ask(engine: sa.Engine, probe_replies: list[str], **options: object):
     def script(request: ChatRequest) -> str:
         return pending.pop(0) if request.purpose == "probe" else fenced(ANSWER)
 
-    fake = ScriptedChatModel(script)
-    verified = verifiedsql.create_engine(engine.url, llm=fake, candidates=1, probe=True, **options)
-    with verified.connect() as conn:
-        result = conn.execute(verifiedsql.ask(QUESTION))
-        rows = result.all()
-    verified.dispose()
-    return rows, result.verification, fake
+    return fakes.ask(engine, QUESTION, script, candidates=1, probe=True, **options)
 
 
 # ---------------------------------------------------------------------------------------- parsing

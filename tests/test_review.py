@@ -10,20 +10,21 @@ import pytest
 import sqlalchemy as sa
 import sqlglot
 from backends import checksum, load_shop
-from fakes import ScriptedChatModel, fenced
+import fakes
+from fakes import ScriptedChatModel, fenced, purposes
 
 import verifiedsql
 from verifiedsql.bench.strategies import STRATEGIES, strategy_options
 from verifiedsql.config import Options
 from verifiedsql.llm.base import ChatRequest
-from verifiedsql.llm.review_prompts import (
+from verifiedsql.stages.r3.prompts import (
     FALLBACK_PROFESSIONS,
     parse_professions,
     parse_verdict,
     render_table,
 )
 from verifiedsql.results import ResultSet
-from verifiedsql.stages.review import (
+from verifiedsql.stages.r3.review import (
     STOP_APPROVED,
     STOP_ROUNDS,
     STOP_TIME,
@@ -62,18 +63,7 @@ def script(generated: dict[int, str] | str, reviews: list[str] | Callable[[ChatR
 
 
 def ask(engine: sa.Engine | str, fake: ScriptedChatModel, **options: object):
-    url = engine if isinstance(engine, str) else engine.url
-    options = {"candidates": 1, "review": True, **options}
-    verified = verifiedsql.create_engine(url, llm=fake, **options)
-    with verified.connect() as conn:
-        result = conn.execute(verifiedsql.ask(QUESTION))
-        rows = result.all()
-    verified.dispose()
-    return [tuple(row) for row in rows], result.verification, fake
-
-
-def purposes(fake: ScriptedChatModel) -> list[str]:
-    return [r.purpose for r in fake.requests]
+    return fakes.ask(engine, QUESTION, fake, **{"candidates": 1, "review": True, **options})
 
 
 @pytest.fixture

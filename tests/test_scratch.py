@@ -15,8 +15,8 @@ from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
 from verifiedsql.errors import QueryError, QueryTimeoutError, SliceError, UnsafeSQLError
 from verifiedsql.profiles import all_profiles
-from verifiedsql.stages.scratch import open_scratch, type_candidates
-from verifiedsql.stages.slicer import scratch_dialect_for, slice_schema
+from verifiedsql.stages.common.scratch import open_scratch, type_candidates
+from verifiedsql.stages.common.slicer import scratch_dialect_for, slice_schema
 
 pytestmark = pytest.mark.filterwarnings("ignore:verifiedsql could not reflect foreign keys")
 

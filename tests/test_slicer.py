@@ -12,7 +12,7 @@ from verifiedsql.database import Database
 from verifiedsql.errors import SliceError, VerifiedSQLError
 from verifiedsql.profiles import all_profiles
 from verifiedsql.schema import Column, ForeignKey, Schema, Table
-from verifiedsql.stages.slicer import (
+from verifiedsql.stages.common.slicer import (
     TableIndex, analyze_sql, scratch_dialect_for, slice_from_columns, slice_schema,
 )
 

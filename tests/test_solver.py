@@ -14,8 +14,9 @@ from verifiedsql.llm.base import ChatRequest
 from verifiedsql.report import VerificationReport
 from verifiedsql.sandbox import Sandbox, SandboxResult
 from verifiedsql.schema import Column, ForeignKey, Table
-from verifiedsql.stages.dpc_data import SchemaSlice
-from verifiedsql.stages.solver import NO_CODE, slice_frames, solve
+from verifiedsql.stages.common.slices import SchemaSlice
+from verifiedsql.stages.common.frames import slice_frames
+from verifiedsql.stages.dpc.solver import NO_CODE, solve
 
 CUSTOMERS = Table("customers", (Column("id", "INTEGER", primary_key=True), Column("name", "TEXT")))
 ORDERS = Table(

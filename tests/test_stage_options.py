@@ -6,9 +6,8 @@ import dataclasses
 
 import sqlalchemy as sa
 from backends import load_shop
-from fakes import ScriptedChatModel, by_seed
+from fakes import ask, by_seed
 
-import verifiedsql
 from verifiedsql.bench.strategies import STRATEGIES, strategy_options
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
@@ -35,10 +34,7 @@ def test_new_stages_are_off_by_default():
 def test_default_requests_are_unchanged(tmp_path):
     url = f"sqlite:///{tmp_path / 'shop.db'}"
     load_shop(sa.create_engine(url)).dispose()
-    fake = ScriptedChatModel(by_seed({0: GOOD, 1: BROKEN}, refine=GOOD))
-    engine = verifiedsql.create_engine(url, llm=fake, candidates=2)
-    with engine.connect() as conn:
-        report = conn.execute(verifiedsql.ask(QUESTION)).verification
+    _, report, fake = ask(url, QUESTION, by_seed({0: GOOD, 1: BROKEN}, refine=GOOD), candidates=2)
     database = Database(sa.create_engine(url), Options(llm=LLMSettings()))
     schema_text = render_schema(database.reflect())
     error = execute_candidate(database, BROKEN).error
@@ -51,7 +47,6 @@ def test_default_requests_are_unchanged(tmp_path):
     assert report.value_matches == [] and report.constraints == []
     assert all(c.violations == [] and c.repairs == [] for c in report.candidates)
     assert set(report.timings) == {"context", "generate", "select"}
-    engine.dispose()
 
 
 def test_with_context_is_the_identity_without_a_block():

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 from backends import load_shop
+import fakes
 from fakes import ScriptedChatModel, fenced
 
 import verifiedsql
 from verifiedsql.llm.base import ChatRequest
-from verifiedsql.stages.constraints import extract_constraints
-from verifiedsql.stages.verify import EMPTY_PROBLEM, implies_rows
+from verifiedsql.stages.pvsql.constraints import extract_constraints
+from verifiedsql.stages.pvsql.verify import EMPTY_PROBLEM, implies_rows
 
 TOP3 = "What are the top 3 customers by total order amount?"
 NO_LIMIT = "SELECT customer_id, SUM(amount) AS total FROM orders GROUP BY customer_id ORDER BY total DESC"
@@ -33,13 +34,7 @@ def ask(url, question, generated, repairs, **options):
     def script(request: ChatRequest) -> str:
         return fenced(generated) if request.purpose == "generate" else fenced(pending.pop(0))
 
-    fake = ScriptedChatModel(script)
-    engine = verifiedsql.create_engine(url, llm=fake, candidates=1, verify=True, **options)
-    with engine.connect() as conn:
-        result = conn.execute(verifiedsql.ask(question))
-        rows = result.all()
-    engine.dispose()
-    return rows, result.verification, fake
+    return fakes.ask(url, question, script, candidates=1, verify=True, **options)
 
 
 def test_repair_adds_the_missing_limit_and_is_verified_again(shop_url):

@@ -12,7 +12,8 @@ import pytest
 import sqlalchemy as sa
 import sqlglot
 from backends import checksum, load_shop
-from fakes import ScriptedChatModel, fenced
+import fakes
+from fakes import ScriptedChatModel, fenced, purposes
 
 import verifiedsql
 from verifiedsql.bench.strategies import STRATEGIES, strategy_options
@@ -20,13 +21,13 @@ from verifiedsql.config import Options
 from verifiedsql.database import Database
 from verifiedsql.deadline import Deadline
 from verifiedsql.llm.base import ChatRequest
-from verifiedsql.llm.vet_prompts import parse_yes_no, restated_question
+from verifiedsql.stages.vet.prompts import parse_yes_no, restated_question
 from verifiedsql.report import VerificationReport
 from verifiedsql.sandbox import Sandbox
 from verifiedsql.similarity import offline_similarity
-from verifiedsql.stages.vet import REPEATED, SQL_ATTEMPTS, ExecutionTracer
-from verifiedsql.stages.vet_data import candidate_tables, load_trace_data
-from verifiedsql.stages.vet_steps import (
+from verifiedsql.stages.vet.stage import REPEATED, SQL_ATTEMPTS, ExecutionTracer
+from verifiedsql.stages.vet.data import candidate_tables, load_trace_data
+from verifiedsql.stages.vet.steps import (
     outside_columns,
     outside_tables,
     rows_in,
@@ -84,17 +85,7 @@ def script(steps: dict[int, list[str]] | Callable[[ChatRequest], str], sql: list
 
 
 def ask(engine: sa.Engine | str, fake: ScriptedChatModel, question: str = QUESTION, **options: object):
-    url = engine if isinstance(engine, str) else engine.url
-    verified = verifiedsql.create_engine(url, llm=fake, **{"candidates": 1, "vet": True, **options})
-    with verified.connect() as conn:
-        result = conn.execute(verifiedsql.ask(question))
-        rows = [tuple(row) for row in result.all()]
-    verified.dispose()
-    return rows, result.verification, fake
-
-
-def purposes(fake: ScriptedChatModel) -> list[str]:
-    return [r.purpose for r in fake.requests]
+    return fakes.ask(engine, question, fake, **{"candidates": 1, "vet": True, **options})
 
 
 @pytest.fixture

@@ -18,16 +18,16 @@ from .report import VerificationReport
 from .results import ResultSet
 from .schema import render_schema
 from .stages.cluster import Selection, cluster_runs, select_majority
-from .stages.compress import compress_schema
-from .stages.consensus import ConsensusEnforcer
-from .stages.constraints import extract_constraints
-from .stages.dpc import DualParadigmSelector
+from .stages.reforce.compress import compress_schema
+from .stages.reforce.consensus import ConsensusEnforcer
+from .stages.pvsql.constraints import extract_constraints
+from .stages.dpc.stage import DualParadigmSelector
 from .stages.generate import CandidateGenerator
-from .stages.grounding import ground_values, render_matches
-from .stages.probe import Prober
-from .stages.review import PeerReview, review_selection
-from .stages.verify import Verifier
-from .stages.vet import ExecutionTracer, trace_selection
+from .stages.pvsql.grounding import ground_values, render_matches
+from .stages.pvsql.probe import Prober
+from .stages.r3.review import PeerReview, review_selection
+from .stages.pvsql.verify import Verifier
+from .stages.vet.stage import ExecutionTracer, trace_selection
 
 
 @dataclass(frozen=True)

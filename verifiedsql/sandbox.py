@@ -43,6 +43,7 @@ Incident = str  # one of: "timeout", "cpu", "memory", "file_size", "output"
 _MB = 1024 * 1024
 # printed bytes that end a run: output past max_output_bytes is only cut short, but a flood would race the CPU limit
 OUTPUT_FLOOD_BYTES = 64 * _MB
+INCIDENT = "sandbox incident"  # an error that begins "sandbox incident (<kind>): " hit a jail limit
 _IN = "/sandbox/in"
 _WORK = "/sandbox/work"
 

@@ -317,8 +317,8 @@ def test_the_pandas_solver_is_held_to_the_deadline() -> None:
     from verifiedsql.deadline import Deadline
     from verifiedsql.report import VerificationReport
     from verifiedsql.schema import Column, Table
-    from verifiedsql.stages.dpc_data import SchemaSlice
-    from verifiedsql.stages.solver import solve
+    from verifiedsql.stages.common.slices import SchemaSlice
+    from verifiedsql.stages.dpc.solver import solve
 
     table = Table("t", (Column("x", "INTEGER"),))
     slice_ = SchemaSlice((table,), "sqlite", "sqlite", transpiled=False)

@@ -40,7 +40,8 @@ from verifiedsql.report import VerificationReport
 from verifiedsql.sandbox import Sandbox, SandboxResult
 from verifiedsql.stages import dpc as dpc_module
 from verifiedsql.stages import vet as vet_module
-from verifiedsql.stages.solver import INCIDENT, SolverOutcome, solve
+from verifiedsql.sandbox import INCIDENT
+from verifiedsql.stages.dpc.solver import SolverOutcome, solve
 
 pytestmark = pytest.mark.skipif(not Sandbox().available(),
                                 reason="bubblewrap (bwrap) cannot run a jail here, so no model code is ever run")

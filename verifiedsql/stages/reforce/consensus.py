@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from ..errors import LLMError, QuestionTimeoutError
-from ..llm.prompts import with_context
-from ..report import Cluster, Consensus
-from .base import Stage
-from .cluster import Selection, cluster_runs, select_majority
-from .dpc import DualParadigmSelector
+from ...errors import LLMError, QuestionTimeoutError
+from ...llm.prompts import with_context
+from ...report import Cluster, Consensus
+from ..base import Stage
+from ..cluster import Selection, cluster_runs, select_majority
+from ..dpc.stage import DualParadigmSelector
 from .explore import Explorer
-from .generate import CandidateGenerator, CandidateRun
+from ..generate import CandidateGenerator, CandidateRun
 
 SHOWN_CANDIDATES = 4  # tied or failed candidates shown to the model in the exploration request
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..profiles import DialectProfile
-from .base import Message, messages
-from .dpc_prompts import error_tail
+from ...profiles import DialectProfile
+from ...llm.base import Message, messages
+from ..dpc.prompts import error_tail
 
 STEP_SYSTEM = (
     "You answer a question about a database step by step with pandas. Each step is a few lines of Python "

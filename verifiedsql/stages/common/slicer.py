@@ -21,11 +21,11 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 
-from ..errors import SliceError, UnsafeSQLError
-from ..profiles import DialectProfile
-from ..safety import parse_one_query
-from ..schema import Column, Schema, Table
-from .dpc_data import SchemaSlice, SliceMethod
+from ...errors import SliceError, UnsafeSQLError
+from ...profiles import DialectProfile
+from ...safety import parse_one_query
+from ...schema import Column, Schema, Table
+from .slices import SchemaSlice, SliceMethod
 
 __all__ = ["SqlAnalysis", "TableIndex", "analyze_sql", "scratch_dialect_for", "slice_from_columns", "slice_schema",
            "table_references"]

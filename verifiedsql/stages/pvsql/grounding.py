@@ -8,51 +8,19 @@ block for the generation prompt. No model is involved.
 
 from __future__ import annotations
 
-import re
 
-from ..database import Database
-from ..errors import QueryError, QueryTimeoutError, UnsafeSQLError
-from ..report import MatchKind, ValueMatch
-from ..schema import Schema, Table
+from ...database import Database
+from ...errors import QueryError, QueryTimeoutError, UnsafeSQLError
+from ...report import MatchKind, ValueMatch
+from ...schema import Schema, Table
+from ..common.terms import TEXT_TYPE, question_terms
 
 SCAN_ROWS = 10_000  # rows of a table one lookup may look at (never a full scan)
 ROWS_PER_COLUMN = 20  # distinct matching values one lookup may return
 MAX_COLUMNS = 40  # lookups per question
-MAX_TERMS = 8
 MAX_MATCHES = 12  # matches rendered into the prompt
 MIN_CONTAINS_CHARS = 3  # shorter terms match whole values only
-TEXT_TYPE = re.compile(r"CHAR|TEXT|STRING|CLOB|VARCHAR", re.IGNORECASE)
 KIND_RANK: dict[MatchKind, int] = {"exact": 0, "case-insensitive": 1, "prefix": 2, "contains": 3}
-
-_QUOTED = re.compile(r"""(?<!\w)(['"‘“])(.+?)(['"’”])(?!\w)""")
-_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b")
-_NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?![\w-])")
-_CAPITALISED = re.compile(r"\b[A-Z][\w&.'-]*(?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][\w&.'-]*)*")
-_SENTENCE_START = re.compile(r"(?:^|[.?!:]\s+|\n\s*)$")
-_STOP = {"I", "A", "SQL", "ID"}
-
-
-def question_terms(question: str) -> list[str]:
-    """The literals worth looking up, in question order, without duplicates (at most MAX_TERMS)."""
-    found: list[str] = [m.group(2).strip() for m in _QUOTED.finditer(question)]
-    rest = _QUOTED.sub(" ", question)
-    found += _DATE.findall(rest)
-    rest = _DATE.sub(" ", rest)
-    for match in _CAPITALISED.finditer(rest):
-        term = match.group(0).rstrip(".'-")
-        words = term.split()
-        if _SENTENCE_START.search(rest[: match.start()]):
-            words = words[1:]  # the first word of a sentence is capitalised anyway
-        if words and " ".join(words) not in _STOP:
-            found.append(" ".join(words))
-    found += _NUMBER.findall(rest)
-    terms: list[str] = []
-    for term in found:
-        term = term.replace("\\", "").strip()
-        if term and term.casefold() not in {t.casefold() for t in terms}:
-            terms.append(term)
-    return terms[:MAX_TERMS]
-
 
 def match_kind(value: str, term: str) -> MatchKind | None:
     """How a stored ``value`` matches ``term``, best kind first; None when it does not."""

@@ -15,11 +15,11 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from ..errors import LLMError, VerifiedSQLError
-from ..llm.base import ChatModel, ChatRequest, Message
-from ..llm.dpc_prompts import (
+from ...errors import LLMError, VerifiedSQLError
+from ...llm.base import ChatModel, ChatRequest, Message
+from .prompts import (
     RESULT_ROWS,
     extract_json_object,
     follow_up,
@@ -30,19 +30,18 @@ from ..llm.dpc_prompts import (
     tester_invalid_feedback,
     tester_messages,
 )
-from ..report import VerificationReport
-from ..results import ResultSet
-from ..schema import Table
-from ..softf1 import bipartite_soft_f1, normalize_cell
-from .calls import call_model
-from .dpc_data import DISTINGUISHED_BELOW, MDD, Rows, SchemaSlice
+from ...report import VerificationReport
+from ...results import ResultSet
+from ...schema import Table
+from ...softf1 import bipartite_soft_f1, normalize_cell
+from ..calls import call_model
+from ..common.frames import ColumnKind, column_kind
+from ..common.slices import Rows, SchemaSlice
+from .data import DISTINGUISHED_BELOW, MDD
 
-__all__ = ["ColumnKind", "ScratchDatabase", "coerce_value", "column_kind", "parse_tables", "synthesize_mdd"]
+__all__ = ["ScratchDatabase", "coerce_value", "parse_tables", "synthesize_mdd"]
 
 MAX_PROBLEMS = 8  # validation problems fed back at once
-
-ColumnKind = Literal["int", "float", "bool", "date", "timestamp", "time", "text", "any"]
-
 
 class ScratchDatabase(Protocol):
     """What the tester needs of the scratch database (``stages.scratch.Scratch`` fits)."""
@@ -50,34 +49,6 @@ class ScratchDatabase(Protocol):
     def load(self, tables: dict[str, Rows]) -> None: ...
 
     def run(self, sql: str) -> ResultSet: ...
-
-
-# --- column types --------------------------------------------------------------------------------
-
-_INT = re.compile(r"^(U?(TINY|SMALL|MEDIUM|BIG|HUGE)?INT(EGER)?\d*|(BIG|SMALL)?SERIAL\d*|BYTEINT|LONG)\b")
-_SCALE_ZERO = re.compile(r"^(NUMBER|NUMERIC|DECIMAL)\s*\(\s*\d+\s*,\s*0\s*\)")
-_FLOAT = re.compile(r"^(REAL|FLOAT|DOUBLE|DECIMAL|NUMERIC|NUMBER|MONEY|SMALLMONEY)")
-_TEXT = re.compile(r"CHAR|TEXT|STRING|CLOB|UUID|ENUM")
-
-
-def column_kind(type_name: str) -> ColumnKind:
-    """The kind of value a SQL column type holds; ``any`` for types without a check here."""
-    t = type_name.strip().upper()
-    if _INT.match(t) or _SCALE_ZERO.match(t):
-        return "int"
-    if _FLOAT.match(t):
-        return "float"
-    if t.startswith("BOOL"):
-        return "bool"
-    if t.startswith(("TIMESTAMP", "DATETIME")):
-        return "timestamp"
-    if t.startswith("DATE"):
-        return "date"
-    if t.startswith("TIME"):
-        return "time"
-    if _TEXT.search(t):
-        return "text"
-    return "any"
 
 
 _TRUE, _FALSE = {"true", "t", "yes", "y", "1"}, {"false", "f", "no", "n", "0"}

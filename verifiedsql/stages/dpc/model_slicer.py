@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import LLMError, VerifiedSQLError
-from ..llm.base import ChatModel, ChatRequest
-from ..llm.dpc_prompts import extract_json_object, slicer_messages
-from ..profiles import DialectProfile
-from ..report import VerificationReport
-from ..schema import Schema, render_schema
-from .calls import call_model
-from .dpc_data import SchemaSlice
-from .slicer import slice_from_columns
+from ...errors import LLMError, VerifiedSQLError
+from ...llm.base import ChatModel, ChatRequest
+from .prompts import extract_json_object, slicer_messages
+from ...profiles import DialectProfile
+from ...report import VerificationReport
+from ...schema import Schema, render_schema
+from ..calls import call_model
+from ..common.slices import SchemaSlice
+from ..common.slicer import slice_from_columns
 
 MAX_TOKENS = 512
 

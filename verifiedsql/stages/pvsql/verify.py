@@ -8,17 +8,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..config import Options
-from ..database import Database
-from ..deadline import Deadline
-from ..errors import LLMError, QuestionTimeoutError, UnsafeSQLError
-from ..llm.base import ChatModel
-from ..llm.prompts import repair_messages
-from ..report import Repair, VerificationReport
-from ..results import ResultSet
-from .base import Stage
+from ...config import Options
+from ...database import Database
+from ...deadline import Deadline
+from ...errors import LLMError, QuestionTimeoutError, UnsafeSQLError
+from ...llm.base import ChatModel
+from ...llm.prompts import repair_messages
+from ...report import Repair, VerificationReport
+from ...results import ResultSet
+from ..base import Stage
 from .constraints import Constraint, ConstraintType, check_constraints
-from .generate import CandidateRun, execute_candidate, sql_of
+from ..generate import CandidateRun, execute_candidate, sql_of
 
 EMPTY_NOTE = "candidate {index} returned no rows"
 EMPTY_PROBLEM = "the query returns no rows, but the question asks for rows: check filter values and joins"

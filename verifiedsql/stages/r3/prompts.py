@@ -7,10 +7,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..profiles import DialectProfile
-from ..results import ResultSet
-from .base import Message, messages
-from .prompts import generation_messages, loads_reply
+from ...profiles import DialectProfile
+from ...results import ResultSet
+from ...llm.base import Message, messages
+from ...llm.prompts import generation_messages, loads_reply
 
 TABLE_ROWS = 10  # rows of an execution result shown to reviewers and the writer
 TABLE_CELL_CHARS = 40

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import Options
-from ..database import Database
-from ..deadline import Deadline
-from ..errors import LLMError, QueryError, QueryTimeoutError, SandboxError, SliceError
-from ..llm.base import ChatModel
-from ..llm.dpc_prompts import error_tail, extract_python, follow_up, render_dataframe, render_rows
-from ..llm.vet_prompts import (
+from ...config import Options
+from ...database import Database
+from ...deadline import Deadline
+from ...errors import LLMError, QueryError, QueryTimeoutError, SandboxError, SliceError
+from ...llm.base import ChatModel
+from ..dpc.prompts import error_tail, extract_python, follow_up, render_dataframe, render_rows
+from .prompts import (
     parse_yes_no,
     question_messages,
     restated_question,
@@ -39,18 +39,17 @@ from ..llm.vet_prompts import (
     step_repair_feedback,
     stop_messages,
 )
-from ..report import Candidate, Cluster, Trace, TraceStep, VerificationReport
-from ..results import ResultSet, results_equivalent
-from ..sandbox import Sandbox
-from ..schema import render_table
-from ..similarity import Similarity, offline_similarity, unavailable_reason
-from .base import Stage
-from .cluster import Selection, join_pool
-from .generate import CandidateRun, Execution, execute_candidate, sql_of
-from .scratch import open_scratch
-from .solver import INCIDENT
-from .vet_data import TraceData, candidate_tables, load_trace_data
-from .vet_steps import outside_columns, outside_tables, rows_in, sanity_problem, step_shape, with_result
+from ...report import Candidate, Cluster, Trace, TraceStep, VerificationReport
+from ...results import ResultSet, results_equivalent
+from ...sandbox import INCIDENT, Sandbox
+from ...schema import render_table
+from ...similarity import Similarity, offline_similarity, unavailable_reason
+from ..base import Stage
+from ..cluster import Selection, join_pool
+from ..generate import CandidateRun, Execution, execute_candidate, sql_of
+from ..common.scratch import open_scratch
+from .data import TraceData, candidate_tables, load_trace_data
+from .steps import outside_columns, outside_tables, rows_in, sanity_problem, step_shape, with_result
 
 SQL_ATTEMPTS = 3
 # after every step program (not shown to the model): an array or list output is one column, not one cell

@@ -16,8 +16,8 @@ from enum import StrEnum
 
 from sqlglot import exp
 
-from ..profiles import DialectProfile, profile_for
-from ..safety import parse_one_query
+from ...profiles import DialectProfile, profile_for
+from ...safety import parse_one_query
 
 
 class ConstraintType(StrEnum):

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 
 import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
-from ..database import Database
-from ..deadline import Deadline
-from ..schema import Schema, Table
-from .dpc_data import Rows, SchemaSlice
-from .grouping import group_tables
-from .linking import HIGH_SCORE_FRACTION, lexical_scores, link_order, named_groups, neighbours
-from .slicer import scratch_dialect_for
-from .solver import slice_frames
+from ...database import Database
+from ...deadline import Deadline
+from ...schema import Schema, Table
+from ..common.slices import Rows, SchemaSlice
+from ..common.grouping import group_tables
+from ..common.linking import HIGH_SCORE_FRACTION, lexical_scores, link_order, named_groups, neighbours
+from ..common.slicer import scratch_dialect_for
+from ..common.frames import slice_frames
 
 MAX_TABLES = 12
 

@@ -9,41 +9,31 @@ solver is skipped and the code is never run in any other way.
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
-from typing import Any
 
 import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
-from ..deadline import Deadline
-from ..errors import LLMError, SandboxError, SandboxUnavailableError
-from ..llm.base import ChatModel, ChatRequest, Message
-from ..llm.dpc_prompts import (
+from ...deadline import Deadline
+from ...errors import LLMError, SandboxError, SandboxUnavailableError
+from ...llm.base import ChatModel, ChatRequest, Message
+from .prompts import (
     extract_python,
     follow_up,
     render_dataframe,
     solver_messages,
     solver_retry_feedback,
 )
-from ..report import VerificationReport
-from ..results import ResultSet
-from ..sandbox import Sandbox
-from ..schema import Table
-from .calls import call_model
-from .dpc_data import Rows, SchemaSlice
-from .mdd_model import ColumnKind, column_kind
+from ...report import VerificationReport
+from ...results import ResultSet
+from ...sandbox import INCIDENT, Sandbox
+from ..calls import call_model
+from ..common.slices import Rows, SchemaSlice
+from ..common.frames import slice_frames
 
-__all__ = ["INCIDENT", "SolverOutcome", "slice_frames", "solve"]
+__all__ = ["SolverOutcome", "solve"]
 
 NO_CODE = "the reply holds no ```python code block; reply with the complete code in one"
 NO_SANDBOX = "no sandbox: "
-INCIDENT = "sandbox incident"  # an error that begins "sandbox incident (<kind>): " hit a jail limit
-
-_DTYPES: dict[ColumnKind, str] = {"int": "Int64", "float": "float64", "bool": "boolean",
-                                  "text": "object", "date": "object", "timestamp": "object", "time": "object"}
-
 
 @dataclass
 class SolverOutcome:
@@ -59,41 +49,6 @@ class SolverOutcome:
     @property
     def ok(self) -> bool:
         return self.result is not None
-
-
-def _plain(value: Any) -> Any:
-    """A cell as the DataFrame holds it: dates and times as ISO text, Decimals as floats."""
-    if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ")
-    if isinstance(value, (dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return float(value)
-    return value
-
-
-def _series(values: list[Any], kind: ColumnKind) -> pd.Series:
-    dtype = _DTYPES.get(kind)
-    try:
-        return pd.Series(values, dtype=dtype)
-    except (TypeError, ValueError, OverflowError):  # values unlike the declared type: let pandas infer
-        return pd.Series(values)
-
-
-def _rows_of(mdd_tables: Mapping[str, Rows], table: Table) -> Rows:
-    lowered = table.name.lower()
-    return next((rows for name, rows in mdd_tables.items() if name.lower() == lowered), ())
-
-
-def slice_frames(slice_: SchemaSlice, mdd_tables: Mapping[str, Rows]) -> dict[str, tuple[pd.DataFrame, Rows]]:
-    """Every slice table as a DataFrame (typed from the column types), with its plain rows, by table name."""
-    frames: dict[str, tuple[pd.DataFrame, Rows]] = {}
-    for table in slice_.tables:
-        rows = tuple(tuple(_plain(v) for v in row) for row in _rows_of(mdd_tables, table))
-        columns = {c.name: _series([row[i] for row in rows], column_kind(c.type))
-                   for i, c in enumerate(table.columns)}
-        frames[table.name] = (pd.DataFrame(columns, columns=[c.name for c in table.columns]), rows)
-    return frames
 
 
 def _prompt(slice_: SchemaSlice, frames: dict[str, tuple[pd.DataFrame, Rows]], question: str) -> tuple[Message, ...]:

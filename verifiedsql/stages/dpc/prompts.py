@@ -10,9 +10,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..schema import Table, render_table
-from .base import Message, messages
-from .prompts import loads_reply
+from ...schema import Table, render_table
+from ...llm.base import Message, messages
+from ...llm.prompts import loads_reply
 
 # --- tester (DPC appendix A.2) -------------------------------------------------------------------
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import cycle, islice
 
-from ..config import Options
-from ..database import Database
-from ..deadline import Deadline
-from ..errors import LLMError, QuestionTimeoutError
-from ..llm.base import ChatModel, ChatResponse
-from ..llm.review_prompts import (
+from ...config import Options
+from ...database import Database
+from ...deadline import Deadline
+from ...errors import LLMError, QuestionTimeoutError
+from ...llm.base import ChatModel, ChatResponse
+from .prompts import (
     FALLBACK_PROFESSIONS,
     parse_professions,
     parse_verdict,
@@ -33,7 +33,7 @@ from ..llm.review_prompts import (
     reviewer_messages,
     writer_messages,
 )
-from ..report import (
+from ...report import (
     Candidate,
     Cluster,
     Review,
@@ -41,10 +41,10 @@ from ..report import (
     ReviewVerdict,
     VerificationReport,
 )
-from ..results import ResultSet
-from .base import Stage
-from .cluster import Selection, join_pool
-from .generate import CandidateRun, execute_candidate, sql_of
+from ...results import ResultSet
+from ..base import Stage
+from ..cluster import Selection, join_pool
+from ..generate import CandidateRun, execute_candidate, sql_of
 
 STOP_APPROVED = "all reviewers approved"
 STOP_UNCHANGED = "the writer kept the SQL unchanged (consensus)"

@@ -28,15 +28,15 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from .. import readonly
-from ..database import Database
-from ..errors import QueryError, QueryTimeoutError, SliceError
-from ..functions import FunctionPolicy
-from ..profiles import DialectProfile, all_profiles
-from ..results import ResultSet
-from ..safety import check_query
-from ..schema import Table
-from .dpc_data import SchemaSlice
+from ... import readonly
+from ...database import Database
+from ...errors import QueryError, QueryTimeoutError, SliceError
+from ...functions import FunctionPolicy
+from ...profiles import DialectProfile, all_profiles
+from ...results import ResultSet
+from ...safety import check_query
+from ...schema import Table
+from .slices import SchemaSlice
 from .slicer import TableIndex, bare_name, table_references
 
 __all__ = ["ROW_CAP", "TIMEOUT_S", "Scratch", "open_scratch", "type_candidates"]

@@ -14,24 +14,24 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import (
+from ...errors import (
     LLMError,
     QueryError,
     QueryTimeoutError,
     QuestionTimeoutError,
     UnsafeSQLError,
 )
-from ..llm.base import Message
-from ..llm.prompts import (
+from ...llm.base import Message
+from ...llm.prompts import (
     explore_fix_messages,
     explore_messages,
     extract_sql,
     first_json_value,
 )
-from ..report import Exploration
-from ..schema import Schema
-from .base import Stage
-from .probe import bound_probe, example_probe, preview
+from ...report import Exploration
+from ...schema import Schema
+from ..base import Stage
+from ..common.probes import bound_probe, example_probe, preview
 
 MAX_CORRECTIONS = 3  # self-corrections of one failing exploration query
 MAX_ERRORS_IN_A_ROW = 5  # failed exploration runs in a row that end exploration

@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from ..errors import LLMError
-from ..llm.base import ChatModel, ChatRequest, Message, messages
-from ..report import VerificationReport
-from .calls import call_model
+from ...errors import LLMError
+from ...llm.base import ChatModel, ChatRequest, Message, messages
+from ...report import VerificationReport
+from ..calls import call_model
 from .grouping import TableGroup
 
 NAME_WEIGHT = 3

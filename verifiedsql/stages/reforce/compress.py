@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..llm.base import ChatModel
-from ..report import VerificationReport
-from ..schema import Schema, render_schema
-from .grouping import TableGroup, group_tables, render_group, sample_depth
-from .linking import lexical_scores, link_order, model_votes, named_groups, neighbours
+from ...llm.base import ChatModel
+from ...report import VerificationReport
+from ...schema import Schema, render_schema
+from ..common.grouping import TableGroup, group_tables, render_group, sample_depth
+from ..common.linking import lexical_scores, link_order, model_votes, named_groups, neighbours
 
 __all__ = ["CompressedSchema", "TableGroup", "compress_schema", "estimate_tokens", "group_tables"]
 

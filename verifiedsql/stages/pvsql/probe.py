@@ -11,33 +11,25 @@ finding never reaches the prompt.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from sqlglot import exp
 
-from ..config import Options
-from ..database import Database
-from ..deadline import Deadline
-from ..errors import (
+from ...config import Options
+from ...database import Database
+from ...deadline import Deadline
+from ...errors import (
     LLMError,
     QueryError,
     QueryTimeoutError,
     QuestionTimeoutError,
     UnsafeSQLError,
 )
-from ..llm.base import ChatModel
-from ..llm.prompts import first_json_value, probe_messages
-from ..profiles import DialectProfile
-from ..report import Findings, Probe, VerificationReport
-from ..results import ResultSet
-from ..safety import check_query
-from ..schema import Schema
-from .base import Stage
-from .grounding import TEXT_TYPE, question_terms
+from ...llm.base import ChatModel
+from ...llm.prompts import first_json_value, probe_messages
+from ...report import Findings, Probe, VerificationReport
+from ...schema import Schema
+from ..base import Stage
+from ..common.probes import bound_probe, example_probe, preview
 
-PROBE_LIMIT = 20
-PREVIEW_ROWS = 5
-PREVIEW_CELL_CHARS = 40
 MAX_INVALID_IN_A_ROW = 2  # a model that cannot answer in JSON twice running is not asked again
 
 
@@ -74,41 +66,6 @@ def parse_decision(text: str) -> ProbeDecision | None:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool)
     }
     return ProbeDecision(action, sql, relevant, values)
-
-
-def bound_probe(sql: str, profile: DialectProfile) -> str:
-    """``sql`` checked by the statement guard, with its outermost LIMIT at most ``PROBE_LIMIT``."""
-    tree = check_query(sql, profile)
-    limit = tree.args.get("limit")
-    bound = limit.expression if isinstance(limit, exp.Limit) else None
-    if isinstance(bound, exp.Literal) and bound.is_int and int(bound.name) <= PROBE_LIMIT:
-        return sql
-    if not isinstance(tree, exp.Query):
-        raise UnsafeSQLError("a probe must be a query.", construct=tree.key)
-    return tree.limit(PROBE_LIMIT).sql(dialect=profile.sqlglot_dialect)
-
-
-def preview(result: ResultSet) -> str:
-    """A few rows of a probe result as compact text for the next prompt."""
-    def cell(value: Any) -> str:
-        text = "NULL" if value is None else str(value)
-        return text if len(text) <= PREVIEW_CELL_CHARS else text[: PREVIEW_CELL_CHARS - 3] + "..."
-
-    head = " | ".join(result.columns)
-    rows = [" | ".join(cell(v) for v in row) for row in result.rows[:PREVIEW_ROWS]]
-    more = f"\n({result.row_count - PREVIEW_ROWS} more rows)" if result.row_count > PREVIEW_ROWS else ""
-    return f"{head}\n" + "\n".join(rows) + more if rows else f"{head}\n(no rows)"
-
-
-def example_probe(profile: DialectProfile, schema: Schema, question: str) -> str:
-    """The dialect's example probe, filled in with a real text column and a term of the question."""
-    table, column = next(
-        ((t.name, c.name) for t in schema.tables for c in t.columns if TEXT_TYPE.search(c.type)),
-        (schema.tables[0].name, schema.tables[0].columns[0].name) if schema.tables else ("t", "c"),
-    )
-    terms = question_terms(question)
-    term = (terms[0] if terms else "a").replace("'", "''").lower()
-    return profile.probe_template.format(table=table, column=column, term=term)
 
 
 class Prober(Stage):

@@ -16,24 +16,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..config import Options
-from ..database import Database
-from ..deadline import Deadline
-from ..errors import QuestionTimeoutError, VerifiedSQLError
-from ..llm.base import ChatModel
-from ..report import Cluster, DualParadigmTest, VerificationReport
-from ..sandbox import Sandbox
-from ..schema import Schema
-from ..softf1 import bipartite_soft_f1
-from .base import Stage
-from .cluster import Selection
-from .dpc_data import MDD, SchemaSlice
-from .generate import CandidateRun
+from ...config import Options
+from ...database import Database
+from ...deadline import Deadline
+from ...errors import QuestionTimeoutError, VerifiedSQLError
+from ...llm.base import ChatModel
+from ...report import Cluster, DualParadigmTest, VerificationReport
+from ...sandbox import Sandbox
+from ...schema import Schema
+from ...softf1 import bipartite_soft_f1
+from ..base import Stage
+from ..cluster import Selection
+from ..common.slices import SchemaSlice
+from .data import MDD
+from ..generate import CandidateRun
 from .mdd import find_mdd
 from .mdd_model import synthesize_mdd
 from .model_slicer import model_slice
-from .scratch import open_scratch
-from .slicer import scratch_dialect_for, slice_schema
+from ..common.scratch import open_scratch
+from ..common.slicer import scratch_dialect_for, slice_schema
 from .solver import solve
 
 SHOWN_ROWS = 30  # rows of each table or result copied into the report

@@ -1,0 +1,39 @@
+"""The literals of a question worth looking up (quoted strings, capitalised terms not at a sentence
+start, numbers, dates), and which column types hold text: shared by value grounding, probing and
+column exploration."""
+
+from __future__ import annotations
+
+import re
+
+MAX_TERMS = 8
+TEXT_TYPE = re.compile(r"CHAR|TEXT|STRING|CLOB|VARCHAR", re.IGNORECASE)
+
+_QUOTED = re.compile(r"""(?<!\w)(['"‘“])(.+?)(['"’”])(?!\w)""")
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b")
+_NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?![\w-])")
+_CAPITALISED = re.compile(r"\b[A-Z][\w&.'-]*(?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][\w&.'-]*)*")
+_SENTENCE_START = re.compile(r"(?:^|[.?!:]\s+|\n\s*)$")
+_STOP = {"I", "A", "SQL", "ID"}
+
+
+def question_terms(question: str) -> list[str]:
+    """The literals worth looking up, in question order, without duplicates (at most MAX_TERMS)."""
+    found: list[str] = [m.group(2).strip() for m in _QUOTED.finditer(question)]
+    rest = _QUOTED.sub(" ", question)
+    found += _DATE.findall(rest)
+    rest = _DATE.sub(" ", rest)
+    for match in _CAPITALISED.finditer(rest):
+        term = match.group(0).rstrip(".'-")
+        words = term.split()
+        if _SENTENCE_START.search(rest[: match.start()]):
+            words = words[1:]  # the first word of a sentence is capitalised anyway
+        if words and " ".join(words) not in _STOP:
+            found.append(" ".join(words))
+    found += _NUMBER.findall(rest)
+    terms: list[str] = []
+    for term in found:
+        term = term.replace("\\", "").strip()
+        if term and term.casefold() not in {t.casefold() for t in terms}:
+            terms.append(term)
+    return terms[:MAX_TERMS]
