@@ -13,7 +13,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verifiedsql.stages.pvsql.constraints import Constraint, ConstraintType, Violation, check_constraints, extract_constraints
+from verifiedsql.stages.pvsql.constraints import (
+    Constraint,
+    ConstraintType,
+    Violation,
+    check_constraints,
+    extract_constraints,
+)
 
 DEFAULT_DATA = Path("/work/shared/data/spider_dev/dev.json")
 

@@ -53,7 +53,7 @@ def render_markdown(tally: dict[str, Any]) -> str:
     """The tally as Markdown: by category, by engine, and what stopped the probes."""
     runs = tally["runs"]
     categories = list(dict.fromkeys(run["category"] for run in runs))
-    engines = [d for d in ("sqlite", "duckdb", "postgresql", "snowflake") if any(r["dialect"] == d for r in runs)]
+    engines = sorted({run["dialect"] for run in runs})  # as the registry (verifiedsql/backends/) orders them
     apis = Counter(run["api"] for run in runs)
     probes = Counter(run["layers"].get("probe", "not run") for run in runs)
     lines = [

@@ -23,10 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from verifiedsql import backends  # noqa: E402
 from verifiedsql.statements import classify  # noqa: E402
 
 CORPUS = ROOT / "tests" / "hostile" / "data" / "statements.toml"
-ENGINES = ("sqlite", "duckdb", "postgresql", "snowflake")
+ENGINES = backends.names()  # every registered engine (verifiedsql/backends/)
 ROWS = (("statement", "sql", "valid statements"), ("question", "question", "questions"),
         ("malformed", "malformed", "malformed statements"))
 COLUMNS = (("ran as SQL", "sql"), ("went to the model", "question"), ("ProgrammingError", "malformed"))

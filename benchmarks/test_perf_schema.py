@@ -60,7 +60,8 @@ def sqlite_files(tmp_path_factory):
 @pytest.mark.parametrize("samples", [3, 0])
 @pytest.mark.parametrize("tables", SIZES)
 def test_reflect(benchmark, sqlite_files, tables, samples):
-    database = Database(sa.create_engine(f"sqlite:///{sqlite_files(tables)}"), Options.build({"sample_values": samples}))
+    database = Database(sa.create_engine(f"sqlite:///{sqlite_files(tables)}"),
+                        Options.build({"sample_values": samples}))
     benchmark.group = "(d) schema reflection (SQLite file)"
     benchmark.extra_info.update(case=f"{tables:,} tables x {COLUMNS} cols, sample_values={samples}",
                                 target_s=2.0 if tables == 5_000 else None)

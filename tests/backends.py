@@ -1,6 +1,7 @@
 """Engines with the small ``shop`` dataset on every supported backend, and a content checksum.
 
-``make_engine`` builds an empty engine for one dialect; ``load_shop`` loads the dataset with
+``DIALECTS`` are the registered engines (``verifiedsql.backends``); ``make_engine`` builds an empty engine
+for one dialect from its backend's test configuration; ``load_shop`` loads the dataset with
 SQLAlchemy Core; ``checksum`` hashes every table's schema and full contents, so a test can prove a
 statement changed nothing.
 """
@@ -9,18 +10,20 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import itertools
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
-DIALECTS = ("sqlite", "duckdb", "postgresql", "snowflake")
-SNOWFLAKE_URL = "snowflake://user:pass@account/db1/schema1"
+from verifiedsql import backends
+from verifiedsql.backends import backend_for
+
+DIALECTS = backends.names()  # every registered engine (verifiedsql/backends/)
 
 COUNTRIES = ("Brazil", "Germany", "USA", "France", "Brazil", "USA", "Japan", "Germany", "USA", "Canada")
 STATUSES = ("shipped", "pending", "cancelled", "shipped", "returned")
-_database_counter = itertools.count()
 
 
 def shop_metadata() -> sa.MetaData:
@@ -69,28 +72,27 @@ def load_shop(engine: sa.Engine) -> sa.Engine:
 
 
 def make_engine(dialect: str, tmp_path: Path, postgres_url: str | None = None) -> sa.Engine:
-    """An empty engine for ``dialect``: a file in ``tmp_path`` (SQLite, DuckDB), a fresh database on
-    the test server (PostgreSQL), or fakesnow (Snowflake; the caller keeps ``fakesnow.patch()`` active)."""
-    if dialect == "sqlite":
-        return sa.create_engine(f"sqlite:///{tmp_path / 'shop.sqlite'}")
-    if dialect == "duckdb":
-        return sa.create_engine(f"duckdb:///{tmp_path / 'shop.duckdb'}")
-    if dialect == "postgresql":
-        assert postgres_url, "make_engine('postgresql') needs the postgres_url fixture"
-        name = f"shop_{next(_database_counter)}_{tmp_path.name[-20:].lower()}"
-        name = "".join(ch if ch.isalnum() else "_" for ch in name)
-        admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-        admin.dispose()
-        return sa.create_engine(sa.make_url(postgres_url).set(database=name))
-    if dialect == "snowflake":
-        engine = sa.create_engine(SNOWFLAKE_URL)
-        with engine.begin() as conn:
-            conn.exec_driver_sql("CREATE DATABASE IF NOT EXISTS db1")
-            conn.exec_driver_sql("CREATE SCHEMA IF NOT EXISTS db1.schema1")
-        return engine
-    raise ValueError(f"unknown dialect {dialect!r}; choose one of {DIALECTS}")
+    """An empty engine for ``dialect``, made by its backend's test configuration (``TestConfig.make_engine``):
+    a file in ``tmp_path`` (SQLite, DuckDB), a fresh database on the test server (PostgreSQL), or fakesnow
+    (Snowflake; the caller keeps its emulator entered: ``enter_emulator``)."""
+    return backend_for(dialect).test.make_engine(tmp_path, postgres_url)
+
+
+def server_url(dialect: str, request: pytest.FixtureRequest) -> str | None:
+    """The server URL ``make_engine(dialect, ...)`` needs, from the fixture its test configuration names."""
+    fixture = backend_for(dialect).test.server_fixture
+    return request.getfixturevalue(fixture) if fixture else None
+
+
+def enter_emulator(dialect: str) -> Any | None:
+    """Enter the emulator of ``dialect`` (fakesnow for Snowflake) and return it, for the caller to exit with
+    ``__exit__(None, None, None)``; None for an engine with none."""
+    emulator = backend_for(dialect).test.emulator
+    if emulator is None:
+        return None
+    patch = emulator()
+    patch.__enter__()
+    return patch
 
 
 def _foreign_keys(inspector: sa.Inspector, table: str, schema: str | None) -> list[str]:

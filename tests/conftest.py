@@ -7,12 +7,11 @@ import socket
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 import sqlalchemy as sa
-
-from backends import DIALECTS, load_shop, make_engine
+from backends import DIALECTS, enter_emulator, load_shop, make_engine, server_url
 from fake_openai import FakeServer
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -48,18 +47,15 @@ def postgres_url() -> Iterator[str]:
 
 @pytest.fixture
 def engine_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator:
-    """``engine_factory(dialect)`` gives an empty engine; fakesnow stays patched for the test."""
+    """``engine_factory(dialect)`` gives an empty engine; an engine's emulator (fakesnow) stays entered for
+    the test (``verifiedsql.backends``: its ``TestConfig``)."""
     engines: list[sa.Engine] = []
-    patches = []
+    patches: dict[str, Any] = {}
 
     def factory(dialect: str) -> sa.Engine:
-        url = request.getfixturevalue("postgres_url") if dialect == "postgresql" else None
-        if dialect == "snowflake" and not patches:
-            import fakesnow
-
-            patch = fakesnow.patch()
-            patch.__enter__()
-            patches.append(patch)
+        url = server_url(dialect, request)
+        if dialect not in patches:
+            patches[dialect] = enter_emulator(dialect)
         engine = make_engine(dialect, tmp_path, url)
         engines.append(engine)
         return engine
@@ -67,8 +63,9 @@ def engine_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator:
     yield factory
     for engine in engines:
         engine.dispose()
-    for patch in patches:
-        patch.__exit__(None, None, None)
+    for patch in reversed(list(patches.values())):
+        if patch is not None:
+            patch.__exit__(None, None, None)
 
 
 @pytest.fixture(params=DIALECTS)

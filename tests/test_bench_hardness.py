@@ -1,10 +1,9 @@
 """Spider hardness from the gold SQL, on dev-set queries whose level Spider's evaluator assigns."""
 
 import pytest
+import sqlglot
 
 from verifiedsql.bench.hardness import count_components, hardness
-
-import sqlglot
 
 KNOWN = [
     ("SELECT count(*) FROM singer", "easy"),

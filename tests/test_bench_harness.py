@@ -7,12 +7,12 @@ import sqlite3
 from collections import Counter
 
 import pytest
-
 from fakes import ScriptedChatModel, fenced
+
 from verifiedsql.bench.data import Example, load_examples, stratified_sample
 from verifiedsql.bench.spider import SpiderConfig, run_spider
 from verifiedsql.errors import LLMError
-from verifiedsql.llm.base import ChatRequest, ChatResponse
+from verifiedsql.llm.base import ChatRequest
 from verifiedsql.llm.cache import RecordingChatModel
 
 QUESTIONS = [
@@ -52,13 +52,10 @@ def make_spider(root):
     return root
 
 
-def PoolModel(plan, answer=None):
-    """Per question, candidate k (the request's seed) answers ``plan[question][k]`` ('gold' or 'wrong');
-    ``answer``, when given, answers every request instead."""
+def pool_model(plan):
+    """Per question, candidate k (the request's seed) answers ``plan[question][k]`` ('gold' or 'wrong')."""
 
     def script(request: ChatRequest) -> str:
-        if answer is not None:
-            return answer
         question = next(m["content"] for m in request.messages if "Question: " in m["content"])
         question = question.rsplit("Question: ", 1)[1]
         gold = next(sql for _, q, sql in QUESTIONS if q == question)
@@ -68,7 +65,7 @@ def PoolModel(plan, answer=None):
     return ScriptedChatModel(script, name="pool-model", prompt_tokens=100, completion_tokens=10, seconds=0.5)
 
 
-def FailingModel():
+def failing_model():
     return ScriptedChatModel(lambda request: LLMError("the model is down"), name="pool-model")
 
 
@@ -102,7 +99,7 @@ def test_sample_is_seeded_and_stratified():
 
 
 def test_run_grades_strategies_on_a_shared_pool(spider, tmp_path):
-    model = RecordingChatModel(PoolModel(PLAN), tmp_path / "cache.sqlite")
+    model = RecordingChatModel(pool_model(PLAN), tmp_path / "cache.sqlite")
     run = run_spider(config(spider, tmp_path), llm=model, progress=lambda line: None)
     by_key = {(r["strategy"], r["id"]): r for r in run.records}
     assert len(run.records) == 10
@@ -127,7 +124,7 @@ def test_run_grades_strategies_on_a_shared_pool(spider, tmp_path):
 
 def test_replay_needs_no_model_and_gives_the_same_answers(spider, tmp_path):
     cache = tmp_path / "cache.sqlite"
-    first = run_spider(config(spider, tmp_path), llm=RecordingChatModel(PoolModel(PLAN), cache),
+    first = run_spider(config(spider, tmp_path), llm=RecordingChatModel(pool_model(PLAN), cache),
                        progress=lambda line: None)
     replayed = run_spider(SpiderConfig(data_dir=spider, n=None, out_dir=tmp_path / "replayed", cache_path=None),
                           llm=RecordingChatModel(None, cache, "replay", model_name="pool-model"),
@@ -140,24 +137,24 @@ def test_replay_needs_no_model_and_gives_the_same_answers(spider, tmp_path):
 
 def test_resume_skips_finished_records_and_retries_cut_lines(spider, tmp_path):
     cfg = config(spider, tmp_path, strategies=["greedy"])
-    run_spider(cfg, llm=PoolModel(PLAN), progress=lambda line: None)
+    run_spider(cfg, llm=pool_model(PLAN), progress=lambda line: None)
     jsonl = cfg.out_dir / f"{cfg.run_name('pool-model')}.jsonl"
     lines = jsonl.read_text().splitlines()
     assert len(lines) == 5
     jsonl.write_text("\n".join(lines[:3]) + "\n" + lines[3][:40])  # killed while writing record 4
-    model = PoolModel(PLAN)
+    model = pool_model(PLAN)
     run = run_spider(cfg, llm=model, progress=lambda line: None)
     assert len(model.requests) == 2  # questions 3 and 4 only
     assert sorted(r["id"] for r in run.records) == [0, 1, 2, 3, 4]
-    assert len(run_spider(cfg, llm=FailingModel(), progress=lambda line: None).records) == 5
+    assert len(run_spider(cfg, llm=failing_model(), progress=lambda line: None).records) == 5
 
 
 def test_model_failures_are_recorded_and_retried(spider, tmp_path):
     cfg = config(spider, tmp_path, strategies=["greedy"])
-    failed = run_spider(cfg, llm=FailingModel(), progress=lambda line: None)
+    failed = run_spider(cfg, llm=failing_model(), progress=lambda line: None)
     assert {r["status"] for r in failed.records} == {"llm_error"}
     assert failed.summaries["greedy"].llm_errors == 5 and failed.summaries["greedy"].questions == 0
-    model = PoolModel(PLAN)
+    model = pool_model(PLAN)
     again = run_spider(cfg, llm=model, progress=lambda line: None)
     assert len(model.requests) == 5 and {r["status"] for r in again.records} == {"answered"}
 
@@ -173,7 +170,7 @@ def test_no_answer_is_graded_wrong_with_candidates_kept(spider, tmp_path):
 
 def test_duckdb_engine_answers_from_a_copy(spider, tmp_path):
     pytest.importorskip("duckdb")
-    run = run_spider(config(spider, tmp_path, engine="duckdb", strategies=["greedy"]), llm=PoolModel({}),
+    run = run_spider(config(spider, tmp_path, engine="duckdb", strategies=["greedy"]), llm=pool_model({}),
                      progress=lambda line: None)
     assert all(r["correct"] for r in run.records), [r["error"] for r in run.records]
     assert (tmp_path / "out" / "engines" / "duckdb" / "shop.duckdb").exists()
@@ -196,8 +193,8 @@ def test_postgresql_engine_loads_the_dump_into_a_schema(spider, tmp_path, postgr
     original = harness.load_examples
     harness.load_examples = lambda data_dir: shop_only
     try:
-        run = run_spider(cfg, llm=PoolModel({}), progress=lambda line: None)
-        again = run_spider(cfg, llm=FailingModel(), progress=lambda line: None)  # loaded once, all done
+        run = run_spider(cfg, llm=pool_model({}), progress=lambda line: None)
+        again = run_spider(cfg, llm=failing_model(), progress=lambda line: None)  # loaded once, all done
     finally:
         harness.load_examples = original
     assert [r["correct"] for r in run.records] == [True, True, True], [r["error"] for r in run.records]
@@ -208,13 +205,13 @@ def test_postgresql_needs_a_url(spider, tmp_path):
     from verifiedsql.errors import ConfigurationError
 
     with pytest.raises(ConfigurationError, match="--pg-url"):
-        run_spider(config(spider, tmp_path, engine="postgresql"), llm=PoolModel({}), progress=lambda line: None)
+        run_spider(config(spider, tmp_path, engine="postgresql"), llm=pool_model({}), progress=lambda line: None)
 
 
 def test_report_only_summarises_stored_records_without_asking(spider, tmp_path):
     cfg = config(spider, tmp_path, strategies=["greedy"])
-    first = run_spider(cfg, llm=PoolModel({}), progress=lambda line: None)
-    idle = PoolModel({})
+    first = run_spider(cfg, llm=pool_model({}), progress=lambda line: None)
+    idle = pool_model({})
     cfg.report_only = True
     report = run_spider(cfg, llm=idle, progress=lambda line: None)
     assert idle.requests == [] and len(report.records) == len(first.records)
@@ -222,7 +219,8 @@ def test_report_only_summarises_stored_records_without_asking(spider, tmp_path):
 
 
 def test_questions_run_in_a_seeded_shuffled_order(spider, tmp_path):
-    model = PoolModel({})
+    model = pool_model({})
     run_spider(config(spider, tmp_path, strategies=["greedy"]), llm=model, progress=lambda line: None)
-    asked = [m["content"].rsplit("Question: ", 1)[1] for r in model.requests for m in r.messages if "Question: " in m["content"]]
+    asked = [m["content"].rsplit("Question: ", 1)[1]
+             for r in model.requests for m in r.messages if "Question: " in m["content"]]
     assert sorted(asked) == sorted(q for _, q, _ in QUESTIONS) and asked != [q for _, q, _ in QUESTIONS]

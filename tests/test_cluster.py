@@ -19,7 +19,8 @@ def test_unanimous_when_all_agree():
 
 
 def test_majority_and_representative_is_shortest_sql():
-    runs = [run(0, [1]), run(1, [2], sql="SELECT  2 -- long"), run(2, [2], sql="SELECT 2"), run(3, [2], sql="SELECT 2 ")]
+    runs = [run(0, [1]), run(1, [2], sql="SELECT  2 -- long"), run(2, [2], sql="SELECT 2"),
+            run(3, [2], sql="SELECT 2 ")]
     selection = select_majority(runs, cluster_runs(runs))
     assert selection.confidence == "majority"
     assert selection.representative.candidate.sql == "SELECT 2"

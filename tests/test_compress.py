@@ -5,10 +5,10 @@ from __future__ import annotations
 import sqlite3
 import time
 
+import fakes
 import pytest
 import sqlalchemy as sa
 from backends import load_shop, shop_rows
-import fakes
 from fakes import ScriptedChatModel, fenced
 
 from verifiedsql.bench.strategies import strategy_options
@@ -19,8 +19,8 @@ from verifiedsql.llm.prompts import generation_messages
 from verifiedsql.profiles import profile_for
 from verifiedsql.report import VerificationReport
 from verifiedsql.schema import Column, ForeignKey, Schema, Table, render_schema
-from verifiedsql.stages.reforce.compress import compress_schema, estimate_tokens, group_tables
 from verifiedsql.stages.common.grouping import render_group
+from verifiedsql.stages.reforce.compress import compress_schema, estimate_tokens, group_tables
 
 SHARD_COLUMNS = ("visit_id", "visitor_id", "country", "device", "pageviews", "revenue", "channel", "landing_page")
 

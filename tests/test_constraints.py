@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from verifiedsql.errors import UnparseableSQLError
-from verifiedsql.stages.pvsql.constraints import Constraint, ConstraintType as T, check_constraints, extract_constraints
+from verifiedsql.stages.pvsql.constraints import Constraint, check_constraints, extract_constraints
+from verifiedsql.stages.pvsql.constraints import ConstraintType as T
 
 REPO = Path(__file__).resolve().parents[1]
 SPIDER_DEV = Path("/work/shared/data/spider_dev/dev.json")

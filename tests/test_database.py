@@ -20,12 +20,11 @@ from typing import Iterator
 
 import pytest
 import sqlalchemy as sa
-
 from backends import COUNTRIES, checksum, load_shop
+
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
-from verifiedsql.errors import QueryError, QueryTimeoutError, UnsafeSQLError
-from verifiedsql.errors import OpenTransactionError
+from verifiedsql.errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError
 
 
 def options(**values) -> Options:
@@ -214,7 +213,7 @@ def _files(path: Path) -> set[str]:
     return {str(p) for p in path.rglob("*")}
 
 
-@pytest.mark.parametrize(("dialect", "label", "sql"), _cases(), ids=[f"{d}-{l}" for d, l, _ in _cases()])
+@pytest.mark.parametrize(("dialect", "label", "sql"), _cases(), ids=[f"{d}-{name}" for d, name, _ in _cases()])
 def test_safety_matrix(dialect: str, label: str, sql: str, engine_factory, target_dir: Path, tmp_path: Path) -> None:
     engine = load_shop(engine_factory(dialect))
     db = Database(engine, options(statement_timeout_s=5))

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from fakes import ScriptedChatModel, fenced
 
 import verifiedsql.dbapi as dbapi
 from verifiedsql.profiles import profile_for
-
-from fakes import ScriptedChatModel, fenced
 
 SHOP = Path(__file__).parents[1] / "examples" / "shop.db"
 

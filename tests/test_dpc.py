@@ -3,10 +3,10 @@ candidate wins when an independent pandas solution on a distinguishing database 
 
 from __future__ import annotations
 
+import fakes
 import pytest
 import sqlalchemy as sa
 from backends import checksum, load_shop
-import fakes
 from fakes import fenced
 
 from verifiedsql.llm.base import ChatRequest

@@ -6,12 +6,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import sqlalchemy as sa
+from fakes import ScriptedChatModel, by_seed, fenced
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import verifiedsql
 from verifiedsql.errors import NoAnswerError, NotConfiguredError, QuestionError
-
-from fakes import ScriptedChatModel, by_seed, fenced
 
 SHOP = Path(__file__).parents[1] / "examples" / "shop.db"
 BRAZIL = "SELECT name FROM customers WHERE country = 'Brazil' ORDER BY name"
@@ -84,7 +83,8 @@ def test_plain_sql_core_and_orm_behave_as_on_the_raw_engine(shop_url):
     with raw.connect() as a, wrapped.connect() as b:
         assert a.execute(sa.text(query)).all() == b.execute(sa.text(query)).all()
         table = sa.Table("products", sa.MetaData(), autoload_with=b)
-        assert b.execute(sa.select(table).order_by(table.c.id)).all() == a.execute(sa.select(table).order_by(table.c.id)).all()
+        ordered = sa.select(table).order_by(table.c.id)
+        assert b.execute(ordered).all() == a.execute(ordered).all()
     with Session(wrapped) as session:
         session.add(Customer(id=99, name="Zoe", country="Chile", joined_on="2024-01-01"))
         session.commit()

@@ -5,10 +5,10 @@ The model is scripted (this tests the plumbing per engine); the real model runs 
 
 import pandas as pd
 import sqlalchemy as sa
-
-import verifiedsql
 from backends import COUNTRIES, checksum
 from fakes import ScriptedChatModel, ask, by_seed
+
+import verifiedsql
 
 TOTALS = "SELECT country, COUNT(*) AS n FROM customers GROUP BY country"
 WRONG = "SELECT country, COUNT(*) AS n FROM customers WHERE country <> 'USA' GROUP BY country"

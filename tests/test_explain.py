@@ -7,6 +7,7 @@ import time
 import pytest
 import sqlalchemy as sa
 from backends import checksum
+from fakes import context
 
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
@@ -46,11 +47,11 @@ def test_a_candidate_the_engine_rejects_is_never_run(shop_engine, monkeypatch):
     db = database(shop_engine)
     ran: list[str] = []
     monkeypatch.setattr(Database, "run_query", lambda self, sql, **kw: ran.append(sql))
-    failed = execute_candidate(db, "SELECT no_such_column FROM customers", explain=True)
+    failed = execute_candidate(context(db), "SELECT no_such_column FROM customers", explain=True)
     assert failed.status == "error" and failed.checks == ("parse",) and ran == []
     assert "no_such_column" in (failed.error or "").lower()
 
 
 def test_a_good_candidate_passes_parse_explain_and_run(shop_engine):
-    execution = execute_candidate(database(shop_engine), "SELECT COUNT(*) FROM customers", explain=True)
+    execution = execute_candidate(context(database(shop_engine)), "SELECT COUNT(*) FROM customers", explain=True)
     assert execution.checks == ("parse", "explain", "run") and execution.result.rows == ((10,),)

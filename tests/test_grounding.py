@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from backends import checksum
-from fakes import ask, fenced
+from fakes import ask, context, fenced
 
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
@@ -38,7 +38,7 @@ def test_match_kinds():
 def test_grounding_on_every_engine(shop_engine):
     before = checksum(shop_engine)
     db = database(shop_engine)
-    matches = ground_values(db, db.reflect(), "How many customers in 'brazil' have Shipped orders?")
+    matches = ground_values(context(db, "How many customers in 'brazil' have Shipped orders?"))
     found = {(m.table.lower(), m.column.lower(), m.value, m.kind) for m in matches}
     assert ("customers", "country", "Brazil", "case-insensitive") in found
     assert ("orders", "status", "shipped", "case-insensitive") in found
@@ -68,9 +68,9 @@ def test_lookup_escapes_quotes_and_quotes_identifiers(shop_engine):
 def test_no_terms_means_no_queries(monkeypatch, tmp_path):
     from backends import load_shop
     db = database(load_shop(sa.create_engine(f"sqlite:///{tmp_path / 'g.db'}")))
-    schema = db.reflect()
-    monkeypatch.setattr(db, "run_query", lambda sql: (_ for _ in ()).throw(AssertionError(sql)))
-    assert ground_values(db, schema, "how many customers are there?") == []
+    ctx = context(db, "how many customers are there?")
+    monkeypatch.setattr(db, "run_query", lambda sql, **kw: (_ for _ in ()).throw(AssertionError(sql)))
+    assert ground_values(ctx) == []
 
 
 def test_pipeline_puts_matches_in_the_prompt(tmp_path):

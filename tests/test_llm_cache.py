@@ -3,46 +3,35 @@
 from __future__ import annotations
 
 import dataclasses
-import threading
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from fakes import ScriptedChatModel
 
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.errors import ConfigurationError, ReplayMissError
-from verifiedsql.llm import ChatRequest, ChatResponse, RecordingChatModel, chat_model_for, messages
+from verifiedsql.llm import ChatRequest, RecordingChatModel, chat_model_for, messages
 
 
-class CountingModel:
-    """A fake model whose answer names the call number, so a cached answer is recognisable."""
-
-    def __init__(self, name: str = "fake") -> None:
-        self._name = name
-        self.calls = 0
-        self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def complete(self, request: ChatRequest) -> ChatResponse:
-        with self._lock:
-            self.calls += 1
-            n = self.calls
-        return ChatResponse(text=f"answer {n}: {request.messages[-1]['content']}", model=self._name,
-                            prompt_tokens=5, completion_tokens=2, seconds=0.25)
+def counting_model(name: str = "fake") -> ScriptedChatModel:
+    """A scripted model whose answer names the call number, so a cached answer is recognisable
+    (``len(model.requests)`` counts the calls)."""
+    calls = itertools.count(1)  # next() on a count is atomic: concurrent calls get distinct numbers
+    return ScriptedChatModel(lambda request: f"answer {next(calls)}: {request.messages[-1]['content']}", name=name,
+                             prompt_tokens=5, completion_tokens=2, seconds=0.25)
 
 
 REQUEST = ChatRequest(messages=messages("You write SQL.", "Count users"), temperature=0.7, seed=1)
 
 
 def test_readwrite_records_then_hits(tmp_path: Path) -> None:
-    inner = CountingModel()
+    inner = counting_model()
     cache = RecordingChatModel(inner, tmp_path / "llm.sqlite", "readwrite")
     first = cache.complete(REQUEST)
     second = cache.complete(REQUEST)
-    assert inner.calls == 1 and not first.cached and second.cached
+    assert len(inner.requests) == 1 and not first.cached and second.cached
     assert (second.text, second.model, second.prompt_tokens, second.completion_tokens, second.seconds) == (
         first.text, first.model, first.prompt_tokens, first.completion_tokens, first.seconds)
     assert len(cache) == 1
@@ -50,18 +39,18 @@ def test_readwrite_records_then_hits(tmp_path: Path) -> None:
 
 def test_replay_hits_recorded_answers_without_a_model(tmp_path: Path) -> None:
     path = tmp_path / "llm.sqlite"
-    recorded = RecordingChatModel(CountingModel(), path, "readwrite").complete(REQUEST)
+    recorded = RecordingChatModel(counting_model(), path, "readwrite").complete(REQUEST)
     replay = RecordingChatModel(None, path, "replay", model_name="fake")
     assert replay.complete(REQUEST).text == recorded.text
     assert replay.complete(dataclasses.replace(REQUEST, purpose="other label")).cached
 
 
 def test_replay_miss_raises_with_a_hint(tmp_path: Path) -> None:
-    inner = CountingModel()
+    inner = counting_model()
     replay = RecordingChatModel(inner, tmp_path / "llm.sqlite", "replay")
     with pytest.raises(ReplayMissError, match="readwrite"):
         replay.complete(REQUEST)
-    assert inner.calls == 0
+    assert len(inner.requests) == 0
 
 
 @pytest.mark.parametrize("change", [
@@ -70,28 +59,28 @@ def test_replay_miss_raises_with_a_hint(tmp_path: Path) -> None:
     {"messages": messages("You write SQLite SQL.", "Count users")},
 ])
 def test_key_depends_on_everything_that_shapes_the_answer(tmp_path: Path, change: dict) -> None:
-    inner = CountingModel()
+    inner = counting_model()
     cache = RecordingChatModel(inner, tmp_path / "llm.sqlite", "readwrite")
     cache.complete(REQUEST)
     assert not cache.complete(dataclasses.replace(REQUEST, **change)).cached
-    assert inner.calls == 2
+    assert len(inner.requests) == 2
 
 
 def test_key_depends_on_the_model_name(tmp_path: Path) -> None:
     path = tmp_path / "llm.sqlite"
-    RecordingChatModel(CountingModel("a"), path, "readwrite").complete(REQUEST)
+    RecordingChatModel(counting_model("a"), path, "readwrite").complete(REQUEST)
     with pytest.raises(ReplayMissError):
         RecordingChatModel(None, path, "replay", model_name="b").complete(REQUEST)
 
 
 def test_threads_share_one_file(tmp_path: Path) -> None:
-    inner = CountingModel()
+    inner = counting_model()
     path = tmp_path / "llm.sqlite"
     cache = RecordingChatModel(inner, path, "readwrite")
     requests = [dataclasses.replace(REQUEST, seed=i % 20) for i in range(200)]
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(cache.complete, requests))
-    assert len(cache) == 20 and 20 <= inner.calls <= 200
+    assert len(cache) == 20 and 20 <= len(inner.requests) <= 200
     again = RecordingChatModel(None, path, "replay", model_name="fake")
     with ThreadPoolExecutor(8) as pool:
         replayed = list(pool.map(again.complete, requests))

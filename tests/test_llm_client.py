@@ -6,12 +6,11 @@ import time
 from typing import Any
 
 import pytest
-
 from fake_openai import FakeServer, Reply, completion
+
 from verifiedsql.errors import LLMError
 from verifiedsql.llm import ChatRequest, OpenAIChatModel, messages
 from verifiedsql.llm.local import free_port
-
 
 REQUEST = ChatRequest(messages=messages("You write SQL.", "How many users?"))
 

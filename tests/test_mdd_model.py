@@ -12,17 +12,18 @@ from fakes import ScriptedChatModel
 
 from verifiedsql.errors import LLMError, QueryError
 from verifiedsql.llm.base import ChatRequest
-from verifiedsql.stages.dpc.prompts import extract_json_object, render_slice
+from verifiedsql.llm.replies import extract_json_object
 from verifiedsql.report import VerificationReport
 from verifiedsql.results import ResultSet
 from verifiedsql.schema import Column, ForeignKey, Table
-from verifiedsql.stages.common.slices import Rows, SchemaSlice
 from verifiedsql.stages.common.frames import column_kind
+from verifiedsql.stages.common.slices import Rows, SchemaSlice
 from verifiedsql.stages.dpc.mdd_model import (
     coerce_value,
     parse_tables,
     synthesize_mdd,
 )
+from verifiedsql.stages.dpc.prompts import render_slice
 
 CUSTOMERS = Table("customers", (Column("id", "INTEGER", nullable=False, primary_key=True),
                                 Column("name", "VARCHAR(40)", samples=("Ann",)), Column("city", "TEXT")))
@@ -192,7 +193,8 @@ def test_column_kinds() -> None:
 
 
 def test_extract_json_object_finds_the_first_balanced_object() -> None:
-    assert extract_json_object('I think {"a": "}{", "b": [1, {"c": 2}]} works, and {"d": 1}') == {"a": "}{", "b": [1, {"c": 2}]}
+    found = extract_json_object('I think {"a": "}{", "b": [1, {"c": 2}]} works, and {"d": 1}')
+    assert found == {"a": "}{", "b": [1, {"c": 2}]}
     assert extract_json_object("<result>{'tables': {'t': [{'a': None}]}}</result>") == {"tables": {"t": [{"a": None}]}}
     with pytest.raises(ValueError, match="no JSON object"):
         extract_json_object("no data here")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+import fakes
 import pytest
 import sqlalchemy as sa
 from backends import checksum, load_shop
-import fakes
 from fakes import fenced
 
 from verifiedsql.errors import UnsafeSQLError
@@ -58,7 +58,8 @@ def test_parse_decision_refuses_what_is_not_the_protocol(reply):
         ("postgresql", "SELECT a FROM t LIMIT 500", f"SELECT a FROM t LIMIT {PROBE_LIMIT}"),
         ("duckdb", "SELECT a FROM t LIMIT 5", "SELECT a FROM t LIMIT 5"),
         ("snowflake", 'SELECT "Name" FROM t', f'SELECT "Name" FROM t LIMIT {PROBE_LIMIT}'),
-        ("postgresql", "SELECT a FROM t UNION SELECT b FROM u", f"SELECT a FROM t UNION SELECT b FROM u LIMIT {PROBE_LIMIT}"),
+        ("postgresql", "SELECT a FROM t UNION SELECT b FROM u",
+         f"SELECT a FROM t UNION SELECT b FROM u LIMIT {PROBE_LIMIT}"),
     ],
 )
 def test_bound_probe_caps_the_outermost_limit_in_the_dialect(dialect, sql, expected):

@@ -1,4 +1,5 @@
-from verifiedsql.llm.prompts import extract_sql, generation_messages, refinement_messages
+from verifiedsql.llm.prompts import generation_messages, refinement_messages
+from verifiedsql.llm.replies import extract_sql
 from verifiedsql.profiles import profile_for
 
 

@@ -6,24 +6,24 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import fakes
 import pytest
 import sqlalchemy as sa
 import sqlglot
 from backends import checksum, load_shop
-import fakes
 from fakes import ScriptedChatModel, fenced, purposes
 
 import verifiedsql
 from verifiedsql.bench.strategies import STRATEGIES, strategy_options
 from verifiedsql.config import Options
 from verifiedsql.llm.base import ChatRequest
+from verifiedsql.results import ResultSet
 from verifiedsql.stages.r3.prompts import (
     FALLBACK_PROFESSIONS,
     parse_professions,
     parse_verdict,
     render_table,
 )
-from verifiedsql.results import ResultSet
 from verifiedsql.stages.r3.review import (
     STOP_APPROVED,
     STOP_ROUNDS,

@@ -9,8 +9,8 @@ from decimal import Decimal
 
 import pytest
 import sqlalchemy as sa
-
 from backends import checksum, load_shop
+
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
 from verifiedsql.errors import QueryError, QueryTimeoutError, SliceError, UnsafeSQLError

@@ -13,7 +13,11 @@ from verifiedsql.errors import SliceError, VerifiedSQLError
 from verifiedsql.profiles import all_profiles
 from verifiedsql.schema import Column, ForeignKey, Schema, Table
 from verifiedsql.stages.common.slicer import (
-    TableIndex, analyze_sql, scratch_dialect_for, slice_from_columns, slice_schema,
+    TableIndex,
+    analyze_sql,
+    scratch_dialect_for,
+    slice_from_columns,
+    slice_schema,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:verifiedsql could not reflect foreign keys")

@@ -7,7 +7,8 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from verifiedsql.results import ResultSet
 from verifiedsql.softf1 import bipartite_soft_f1, normalize_cell, soft_f1_rows
@@ -200,7 +201,9 @@ def test_perturbed_cell_lowers_but_keeps_positive(pair, data):
 
 def _brute_force(a, b, orders):
     """The best total of agreeing cells over every row matching and the given column orders."""
-    norm = lambda rows: [tuple(normalize_cell(v) for v in r) for r in rows]
+    def norm(rows):
+        return [tuple(normalize_cell(v) for v in r) for r in rows]
+
     na, nb = norm(a), norm(b)
     best = 0
     for order in orders:

@@ -14,8 +14,8 @@ from verifiedsql.llm.base import ChatRequest
 from verifiedsql.report import VerificationReport
 from verifiedsql.sandbox import Sandbox, SandboxResult
 from verifiedsql.schema import Column, ForeignKey, Table
-from verifiedsql.stages.common.slices import SchemaSlice
 from verifiedsql.stages.common.frames import slice_frames
+from verifiedsql.stages.common.slices import SchemaSlice
 from verifiedsql.stages.dpc.solver import NO_CODE, solve
 
 CUSTOMERS = Table("customers", (Column("id", "INTEGER", primary_key=True), Column("name", "TEXT")))

@@ -6,7 +6,7 @@ import dataclasses
 
 import sqlalchemy as sa
 from backends import load_shop
-from fakes import ask, by_seed
+from fakes import ask, by_seed, context
 
 from verifiedsql.bench.strategies import STRATEGIES, strategy_options
 from verifiedsql.config import LLMSettings, Options
@@ -37,7 +37,7 @@ def test_default_requests_are_unchanged(tmp_path):
     _, report, fake = ask(url, QUESTION, by_seed({0: GOOD, 1: BROKEN}, refine=GOOD), candidates=2)
     database = Database(sa.create_engine(url), Options(llm=LLMSettings()))
     schema_text = render_schema(database.reflect())
-    error = execute_candidate(database, BROKEN).error
+    error = execute_candidate(context(database), BROKEN).error
     profile = profile_for("sqlite")
     expected = generation_messages(profile, schema_text, QUESTION)
     assert expected[1]["content"] == f"Database schema:\n{schema_text}\n\nQuestion: {QUESTION}"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import fakes
 import pytest
 import sqlalchemy as sa
 from backends import load_shop
-import fakes
 from fakes import ScriptedChatModel, fenced
 
 import verifiedsql

@@ -8,25 +8,25 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+import fakes
 import pytest
 import sqlalchemy as sa
 import sqlglot
 from backends import checksum, load_shop
-import fakes
-from fakes import ScriptedChatModel, fenced, purposes
+from fakes import ScriptedChatModel, context, fenced, purposes
 
 import verifiedsql
 from verifiedsql.bench.strategies import STRATEGIES, strategy_options
 from verifiedsql.config import Options
 from verifiedsql.database import Database
-from verifiedsql.deadline import Deadline
 from verifiedsql.llm.base import ChatRequest
-from verifiedsql.stages.vet.prompts import parse_yes_no, restated_question
+from verifiedsql.llm.replies import yes_no
 from verifiedsql.report import VerificationReport
 from verifiedsql.sandbox import Sandbox
 from verifiedsql.similarity import offline_similarity
-from verifiedsql.stages.vet.stage import REPEATED, SQL_ATTEMPTS, ExecutionTracer
 from verifiedsql.stages.vet.data import candidate_tables, load_trace_data
+from verifiedsql.stages.vet.prompts import restated_question
+from verifiedsql.stages.vet.stage import REPEATED, SQL_ATTEMPTS, ExecutionTracer
 from verifiedsql.stages.vet.steps import (
     outside_columns,
     outside_tables,
@@ -149,8 +149,8 @@ def test_the_restated_question_is_read_from_prose_not_sql():
 
 
 def test_yes_no_is_strict():
-    assert parse_yes_no("YES") is True and parse_yes_no(" no.") is False and parse_yes_no("**Yes**") is True
-    assert parse_yes_no("Maybe, yes") is None and parse_yes_no("") is None
+    assert yes_no("YES") is True and yes_no(" no.") is False and yes_no("**Yes**") is True
+    assert yes_no("Maybe, yes") is None and yes_no("") is None
 
 
 def test_options_and_strategies():
@@ -175,10 +175,10 @@ def test_candidate_tables_follow_the_question_and_foreign_keys(shop_url):
 def test_the_fetch_is_bounded_and_typed(shop_url):
     database = Database(sa.create_engine(shop_url), Options())
     tables = list(database.reflect().tables)
-    data = load_trace_data(database, tables, 4, Deadline())
+    data = load_trace_data(context(database), tables, 4)
     assert data.row_counts() == {"customers": 4, "orders": 4} and data.truncated == ["customers", "orders"]
     assert list(data.frames["customers"].columns) == ["id", "name", "country", "joined"]
-    full = load_trace_data(database, tables, 1000, Deadline())
+    full = load_trace_data(context(database), tables, 1000)
     assert full.row_counts() == {"customers": 10, "orders": 25} and full.truncated == []
 
 
@@ -323,8 +323,9 @@ def test_a_restated_question_far_from_the_asked_one_is_rejected(shop_url):
 def test_without_a_similarity_model_the_check_is_reported_as_not_run(shop_url):
     engine = sa.create_engine(shop_url)
     report = VerificationReport(question=QUESTION, dialect="sqlite")
-    tracer = ExecutionTracer(script({1: [FILTER], 2: [COUNT]}), Database(engine, Options()), Options(), report,
-                             use_similarity=False)
+    ctx = context(Database(engine, Options()), QUESTION, script({1: [FILTER], 2: [COUNT]}))
+    report = ctx.report
+    tracer = ExecutionTracer(ctx, use_similarity=False)
     traced = tracer.trace(QUESTION)
     assert traced is not None and traced.sql == RIGHT and traced.result.rows == ((2,),)
     assert report.trace.similarity_check.startswith("not run: no offline embedding model")

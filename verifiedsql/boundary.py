@@ -18,7 +18,6 @@ from pathlib import PurePath
 from typing import Any
 
 import sqlalchemy as sa
-
 from sqlglot import exp
 
 from .errors import UnsafeSQLError

@@ -63,7 +63,7 @@ def postgresql_statement(sql: str) -> tuple[list[Call], str | None] | None:
     return calls, problem
 
 
-def _qualifier(node: exp.Expression) -> str:
+def _qualifier(node: exp.Expr) -> str:
     """``snowflake.cortex`` for ``SNOWFLAKE.CORTEX.COMPLETE(...)`` (sqlglot puts the call under a Dot)."""
     parent = node.parent
     if isinstance(parent, exp.Dot) and parent.expression is node:
@@ -74,7 +74,7 @@ def _qualifier(node: exp.Expression) -> str:
     return ""
 
 
-def sqlglot_tree(tree: exp.Expression, dialect: str) -> Iterator[tuple[Call, bool]]:
+def sqlglot_tree(tree: exp.Expr, dialect: str) -> Iterator[tuple[Call, bool]]:
     """(call, written) for each function in the tree: ``written`` when the name is the one in the text
     (sqlglot does not know the function), else it is the name sqlglot's generator writes for it."""
     for node in tree.walk():

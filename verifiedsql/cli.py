@@ -48,12 +48,12 @@ def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], limit: i
 
 
 def _ask(args: argparse.Namespace) -> int:
+    import sqlalchemy as sa
+
     from .config import Options
     from .database import Database
     from .llm import chat_model_for
     from .pipeline import Pipeline
-
-    import sqlalchemy as sa
 
     values: dict[str, Any] = {"candidates": args.candidates}
     if args.model:

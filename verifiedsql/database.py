@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any, Iterable, Iterator
 
 import sqlalchemy as sa
+from sqlalchemy.engine.interfaces import ReflectedForeignKeyConstraint
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
 from .boundary import current_catalogs, relation_refusal
@@ -127,14 +128,16 @@ class Database:
             with self._connect() as conn:
                 return self._run_on(conn, sql, self.options.row_cap, self._timeout(timeout_s))
 
-    def explain(self, sql: str) -> None:
+    def explain(self, sql: str, *, timeout_s: float | None = None) -> None:
         """Have the engine compile and plan ``sql`` without running it (the dialect's EXPLAIN), behind both
-        safety layers; raises ``QueryError`` for SQL the engine rejects."""
+        safety layers; raises ``QueryError`` for SQL the engine rejects. ``timeout_s`` may only shorten
+        ``statement_timeout_s``."""
         with as_query_error("planning the query"):
             self._check(sql)
             with self._connect() as conn:
                 run_statement(self._guarded(conn), conn.connection.driver_connection, sql, self.profile,
-                              self._timeout(None), row_cap=1, max_bytes=self.options.max_result_bytes, plan=True)
+                              self._timeout(timeout_s), row_cap=1, max_bytes=self.options.max_result_bytes,
+                              plan=True)
 
     def _check(self, sql: str) -> None:
         """The statement guard, and the schema boundary: with ``options.schema``, only its tables are read."""
@@ -261,7 +264,7 @@ class Database:
             return ()
         return self._foreign_key_tuple(keys)
 
-    def _foreign_key_tuple(self, keys: list[dict[str, Any]]) -> tuple[ForeignKey, ...]:
+    def _foreign_key_tuple(self, keys: Iterable[ReflectedForeignKeyConstraint]) -> tuple[ForeignKey, ...]:
         return tuple(
             ForeignKey(
                 tuple(fk["constrained_columns"]),

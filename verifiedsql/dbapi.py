@@ -17,7 +17,7 @@ from typing import Any, Iterator, Literal, Sequence
 import sqlalchemy as sa
 from sqlalchemy.pool import StaticPool
 
-from . import errors, sqlite_hooks, statements, transactions
+from . import backends, errors, sqlite_hooks, statements, transactions
 from .config import Options
 from .llm.base import ChatModel
 from .pipeline import Answer
@@ -75,24 +75,25 @@ def looks_like_sql(text: str, profile: DialectProfile) -> bool:
     return statements.classify(text, profile.name).kind == "sql"
 
 
-_URLS = {"sqlite3": "sqlite://", "duckdb": "duckdb:///:memory:", "psycopg": "postgresql+psycopg://",
-         "snowflake": "snowflake://"}
+class UnsupportedDriverError(InterfaceError, errors.UnknownBackendError):
+    """``connect`` was handed a connection of a driver no backend takes (PEP 249 class: ``InterfaceError``;
+    also ``verifiedsql.errors.UnknownBackendError``)."""
 
 
-def _driver_of(raw: Any) -> str:
-    root = transactions.driver_of(raw)  # fakesnow's connection (tests) counts as snowflake's
-    if root not in _URLS:
-        raise InterfaceError(
-            f"cannot wrap a {type(raw).__module__}.{type(raw).__name__}; supported drivers: "
-            "sqlite3, duckdb, psycopg (3) and snowflake.connector."
-        )
-    return root
+def _backend_of(raw: Any) -> backends.Backend:
+    """The backend whose driver made ``raw`` (``verifiedsql.backends``: fakesnow's connection, in tests,
+    counts as snowflake's)."""
+    try:
+        return backends.backend_for_driver(transactions.module_root(raw))
+    except errors.UnknownBackendError as error:
+        raise UnsupportedDriverError(f"cannot wrap a {type(raw).__module__}.{type(raw).__name__}: {error}") from None
 
 
 def _in_transaction(raw: Any, driver: str) -> bool:
-    """Whether the wrapped connection is inside a transaction, on every supported driver (see
-    ``verifiedsql.transactions``; the check never ends or joins it)."""
-    return transactions.in_transaction(raw)
+    """Whether the wrapped connection is inside a transaction, asked by the backend of ``driver`` (its
+    ``in_transaction``; the check never ends or joins it). ``UnknownBackendError`` for a driver no backend
+    takes: an unknown driver is never taken for idle."""
+    return backends.backend_for_driver(driver).in_transaction(raw)
 
 
 class OpenTransactionError(InterfaceError, errors.OpenTransactionError):
@@ -105,9 +106,10 @@ class Connection:
 
     def __init__(self, raw: Any, options: Options, llm: ChatModel | None = None) -> None:
         self._raw = raw
-        self._driver = _driver_of(raw)
+        backend = _backend_of(raw)
+        self._driver = backend.driver
         self._engine = sa.create_engine(
-            _URLS[self._driver], creator=lambda: raw, poolclass=StaticPool, pool_reset_on_return=None
+            backend.dbapi_url, creator=lambda: raw, poolclass=StaticPool, pool_reset_on_return=None
         )
         # SQLAlchemy's first checkout inspects the server and then rolls back (create.py first_connect),
         # which would end a transaction the caller has open: it waits for an idle moment (here, or the

@@ -17,6 +17,11 @@ class NotConfiguredError(VerifiedSQLError):
     """A question was sent through an engine that verifiedsql does not wrap."""
 
 
+class UnknownBackendError(ConfigurationError):
+    """No registered backend (``verifiedsql.backends``) has this engine name or DB-API driver; the message
+    names the supported ones."""
+
+
 class EmptySchemaError(VerifiedSQLError):
     """The database (or the chosen schema) has no tables, so there is nothing to ask about."""
 

@@ -186,7 +186,8 @@ def duckdb_policy(rows: Iterable[tuple[str, str, str | None, bool]], profile: Di
                           table_functions=frozenset(tables), table_allowlist=DUCKDB_TABLE_FUNCTIONS)
 
 
-def snowflake_policy(profile: DialectProfile, duckdb_rows: Iterable[tuple[str, str, str | None, bool]] = ()) -> FunctionPolicy:
+def snowflake_policy(profile: DialectProfile,
+                     duckdb_rows: Iterable[tuple[str, str, str | None, bool]] = ()) -> FunctionPolicy:
     """By name; ``duckdb_rows``: the catalog of the DuckDB that runs the queries under fakesnow, whose
     refusals (and table functions) are added. fakesnow's own emulation macros are not judged."""
     rows = list(duckdb_rows)

@@ -1,4 +1,5 @@
-"""The stage order for one question. This is the only module that knows the whole pipeline."""
+"""The stage order for one question: the two ordered tuples of stages and the loop over them. This is the
+only module that knows the whole pipeline, and the only one that imports more than one method package."""
 
 from __future__ import annotations
 
@@ -13,21 +14,17 @@ from .database import Database
 from .deadline import Deadline
 from .errors import EmptySchemaError, NoAnswerError, QuestionError, QuestionTimeoutError
 from .llm.base import ChatModel
-from .llm.prompts import with_context
 from .report import VerificationReport
 from .results import ResultSet
-from .schema import render_schema
+from .stages.base import ContextStage, Pool, PoolStage
 from .stages.cluster import Selection, cluster_runs, select_majority
-from .stages.reforce.compress import compress_schema
-from .stages.reforce.consensus import ConsensusEnforcer
-from .stages.pvsql.constraints import extract_constraints
-from .stages.dpc.stage import DualParadigmSelector
+from .stages.context import QuestionContext
+from .stages.dpc import DualParadigmTesting
 from .stages.generate import CandidateGenerator
-from .stages.pvsql.grounding import ground_values, render_matches
-from .stages.pvsql.probe import Prober
-from .stages.r3.review import PeerReview, review_selection
-from .stages.pvsql.verify import Verifier
-from .stages.vet.stage import ExecutionTracer, trace_selection
+from .stages.pvsql import ModelProbing, ValueGrounding, VerifyAndRepair
+from .stages.r3 import PeerReviewStage
+from .stages.reforce import ConsensusEnforcement, SchemaCompression
+from .stages.vet import ExecutionTracing
 
 
 @dataclass(frozen=True)
@@ -84,14 +81,6 @@ def _keeping(deadline: Deadline) -> Iterator[None]:
         deadline.exhausted = True
 
 
-def _time_left(deadline: Deadline) -> bool:
-    """True when there is time for another stage; else the deadline is marked exhausted (work is skipped)."""
-    if deadline.expired:
-        deadline.exhausted = True
-        return False
-    return True
-
-
 def _nothing_ran(report: VerificationReport) -> str:
     """Where the time ran out when no candidate ran: what the report's candidates say, truthfully."""
     if not report.candidates:
@@ -103,19 +92,31 @@ def _nothing_ran(report: VerificationReport) -> str:
     return f"the end of the question, with no candidate that ran successfully ({counts}; see the report)"
 
 
+CONTEXT_STAGES: tuple[ContextStage, ...] = (SchemaCompression(), ValueGrounding(), ModelProbing(), VerifyAndRepair())
+"""Before generation, in this order; each adds prompt context or a candidate check when its option is on."""
+
+POOL_STAGES: tuple[PoolStage, ...] = (ConsensusEnforcement(), ExecutionTracing(), PeerReviewStage(),
+                                      DualParadigmTesting())
+"""After the vote, in this order; each takes the candidate pool and returns it, when it applies."""
+
+
 class Pipeline:
-    """Context [compressed] -> [ground values] -> [probe] -> generate (self-refinement, [verify and repair])
-    -> cluster and select -> [consensus: explore, regenerate, re-vote] -> [VET execution trace] -> [R3 review]
-    -> [dual-paradigm test] -> answer. Bracketed stages run only when their option is on.
+    """Reflect the schema -> context stages (compress, ground values, probe, verify and repair) -> generate
+    (self-refinement, candidate checks) -> cluster and vote -> pool stages (consensus, VET, review, DPC)
+    -> answer. A stage runs only when its option is on (DPC also on a tie that consensus left).
 
-    The whole question runs within ``question_timeout_s``: every model call's timeout is capped by the time
-    left, and the stages stop when it is gone. The answer is then the best candidate that ran, reported
-    ``unverified``; with none, ``QuestionTimeoutError``."""
+    The whole question runs within ``question_timeout_s``: the question's context caps every model call
+    and query by the time left, and the stages stop when it is gone. The answer is then the best candidate
+    that ran, reported ``unverified``; with none, ``QuestionTimeoutError``."""
 
-    def __init__(self, database: Database, llm: ChatModel, options: Options) -> None:
+    def __init__(self, database: Database, llm: ChatModel, options: Options,
+                 context_stages: tuple[ContextStage, ...] = CONTEXT_STAGES,
+                 pool_stages: tuple[PoolStage, ...] = POOL_STAGES) -> None:
         self.database = database
         self.llm = llm
         self.options = options
+        self.context_stages = context_stages
+        self.pool_stages = pool_stages
 
     def answer(self, question: object) -> Answer:
         text = clean_question(question, self.options.max_question_chars)
@@ -127,62 +128,37 @@ class Pipeline:
             error.report = report
             raise
 
+    def _open(self, text: str, report: VerificationReport, deadline: Deadline) -> QuestionContext:
+        """The question's context, on a reflected schema that has tables."""
+        schema = self.database.reflect()
+        report.warnings.extend(self.database.warnings)
+        if not schema.tables:
+            where = f"schema {schema.namespace!r}" if schema.namespace else "the default schema"
+            raise EmptySchemaError(
+                f"found no tables in {where} of {self.database.engine.url.render_as_string()}; check "
+                "the URL (a new SQLite path is an empty database) or pass schema=<name>."
+            )
+        return QuestionContext.open(text, self.database, self.llm, self.options, report, deadline, schema)
+
     def _answer(self, text: str, report: VerificationReport, deadline: Deadline) -> Answer:
-        llm = deadline.bind(self.llm)
         with _timed(report, "context", deadline):
-            schema = self.database.reflect()
-            report.warnings.extend(self.database.warnings)
-            if not schema.tables:
-                where = f"schema {schema.namespace!r}" if schema.namespace else "the default schema"
-                raise EmptySchemaError(
-                    f"found no tables in {where} of {self.database.engine.url.render_as_string()}; check "
-                    "the URL (a new SQLite path is an empty database) or pass schema=<name>."
-                )
-            if self.options.compress_schema:
-                compressed = compress_schema(schema, text, self.options.prompt_budget_tokens, llm, report)
-                schema_text, report.schema_compression = compressed.text, compressed.figures()
-            else:
-                schema_text = render_schema(schema)
-        if self.options.ground_values:
-            with _timed(report, "ground", deadline):
-                report.value_matches = ground_values(self.database, schema, text)
-                schema_text = with_context(schema_text, render_matches(report.value_matches))
-        if self.options.probe:
-            with _timed(report, "probe", deadline):
-                prober = Prober(llm, self.database, self.options, report, deadline)
-                schema_text = with_context(schema_text, prober.explore(text, schema, schema_text))
-        verifier = None
-        if self.options.verify:
-            constraints = extract_constraints(text)
-            report.constraints = [c.describe() for c in constraints]
-            verifier = Verifier(llm, self.database, self.options, text, schema_text, constraints, report, deadline)
+            ctx = self._open(text, report, deadline)
+        for stage in self.context_stages:  # the context stops each one's model calls and queries in time
+            if stage.enabled(self.options):
+                with _timed(report, stage.name):
+                    stage.run(ctx)
         with _timed(report, "generate", deadline):
-            generator = CandidateGenerator(llm, self.database, self.options, deadline)
-            runs = generator.generate(text, schema_text, report, verifier.verify if verifier else None)
+            runs = CandidateGenerator(ctx).generate()
         with _timed(report, "select"):
             clusters = cluster_runs(runs)
-            selection = select_majority(runs, clusters)
-        if self.options.consensus:  # a tie or no candidate that ran: explore, regenerate, re-vote, then DPC
-            with _timed(report, "consensus"), _keeping(deadline):
-                enforcer = ConsensusEnforcer(llm, self.database, self.options, report, deadline)
-                runs, clusters, selection = enforcer.enforce(text, schema_text, runs, clusters, selection,
-                                                             verifier.verify if verifier else None)
-        if self.options.vet and _time_left(deadline):  # VET: a trace-verified SQL may join the pool as "vet"
-            with _timed(report, "vet"), _keeping(deadline):
-                tracer = ExecutionTracer(llm, self.database, self.options, report, deadline)
-                runs, clusters, selection = trace_selection(tracer, text, runs, clusters, selection)
-        if self.options.review and selection is not None and _time_left(deadline):
-            # R3: the reviewed SQL may join the pool as a "review" candidate
-            with _timed(report, "review"), _keeping(deadline):
-                reviewer = PeerReview(llm, self.database, self.options, text, schema_text, report, deadline)
-                runs, clusters, selection = review_selection(reviewer, runs, clusters, selection)
-        if self.options.dpc and selection is not None and report.dpc is None:
-            with _timed(report, "dpc"), _keeping(deadline):
-                selector = DualParadigmSelector(llm, self.database, self.options, report, deadline=deadline)
-                selection = selector.select(text, runs, clusters, selection)
-        report.candidates = [run.candidate for run in runs]
-        report.clusters = clusters
-        if selection is None or selection.representative.result is None:
+            pool = Pool(runs, clusters, select_majority(runs, clusters))
+        for pool_stage in self.pool_stages:  # out of time, a stage ends and the pool so far stands
+            if pool_stage.applies(self.options, pool):
+                with _timed(report, pool_stage.name), _keeping(deadline):
+                    pool = pool_stage.run(ctx, pool)
+        report.candidates = [run.candidate for run in pool.runs]
+        report.clusters = pool.clusters
+        if pool.selection is None or not pool.answered:
             report.reason = "no candidate could be run"
             if deadline.exhausted or deadline.expired:
                 raise deadline.error(_nothing_ran(report))
@@ -191,7 +167,7 @@ class Pipeline:
                 "errors, rephrase the question, or use a larger model.",
                 report,
             )
-        return self._finish(report, selection, deadline)
+        return self._finish(report, pool.selection, deadline)
 
     def _finish(self, report: VerificationReport, selection: Selection, deadline: Deadline) -> Answer:
         """The answer from the selected candidate; unverified when the time budget cut any work short."""

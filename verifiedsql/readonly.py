@@ -6,7 +6,8 @@ setting it touched, so the caller's connection is left as it was. Driver errors 
 statement runs or while rows are fetched come out as typed errors: refusals as
 ``UnsafeSQLError(layer="engine")``, timeouts as ``QueryTimeoutError`` and everything else as
 ``QueryError`` carrying the database's own message, with the stored values it quotes masked
-(``redact.engine_error``). With ``Options.schema``, the PostgreSQL and DuckDB guards also refuse a table
+(``redact.engine_error``) and its positions told about the candidate's SQL, not the ``EXPLAIN`` wrapped
+around it (``echo.unwrapped``). With ``Options.schema``, the PostgreSQL and DuckDB guards also refuse a table
 outside that schema (``boundary``).
 
 What each engine does:
@@ -20,7 +21,8 @@ What each engine does:
   read one back) and ``query_only`` is restored.
 * **duckdb**: DuckDB's own parser (``extract_statements``) must see exactly one SELECT statement; its
   parse tree (``json_serialize_sql``) must call only functions the database's function policy allows
-  (``functions``: DuckDB's own catalog; table functions by allowlist) and scan no file path (replacement scans such as ``FROM 'x.csv'``); extension auto-install and auto-load are off
+  (``functions``: DuckDB's own catalog; table functions by allowlist) and scan no file path (replacement
+  scans such as ``FROM 'x.csv'``); extension auto-install and auto-load are off
   while it runs; it runs on a duplicate connection (DuckDB's ``cursor()``), in a transaction that is
   always rolled back, and a timer ``interrupt()``s it.
   ``enable_external_access=false`` was not chosen: DuckDB 1.5 cannot turn it back on while the database
@@ -59,13 +61,14 @@ import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Any, Callable, ContextManager, Iterator
 
-from . import calls
+from . import backends, calls, session_state, sqlite_hooks
 from .boundary import duckdb_relation_refusal, plan_relation_refusal
 from .bounded import postgresql_stream
-from . import session_state, sqlite_hooks
+from .echo import unwrapped
 from .errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError, VerifiedSQLError
 from .functions import FunctionPolicy, name_policy, postgresql_policy, refusal_message
 from .jsontree import json_nodes
@@ -86,8 +89,16 @@ def _refuse(construct: str, detail: str) -> UnsafeSQLError:
     )
 
 
-def _query_error(error: Exception) -> QueryError:
-    return QueryError(f"the database rejected the query: {engine_error(str(error).strip())}")
+def _engine_text(error: Exception, wrapper: str | None = "", sql: str = "") -> str:
+    """The driver's message for ``error``, raised by the statement ``wrapper + sql``: its positions told
+    about ``sql``, the text the model wrote (``echo.unwrapped``; ``wrapper=None``: a statement of unknown
+    text)."""
+    position = getattr(getattr(error, "diag", None), "statement_position", None)  # psycopg's, 1-based
+    return unwrapped(str(error).strip(), wrapper, sql, position=int(position) if position else None)
+
+
+def _query_error(error: Exception, wrapper: str | None = "", sql: str = "") -> QueryError:
+    return QueryError(f"the database rejected the query: {engine_error(_engine_text(error, wrapper, sql))}")
 
 
 def _timeout_error(timeout_s: float) -> QueryTimeoutError:
@@ -156,7 +167,7 @@ def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s
             raise _refuse("several statements", message) from error
         if "readonly database" in message:
             raise _refuse("write", message) from error
-        raise _query_error(error) from error
+        raise _query_error(error, "EXPLAIN QUERY PLAN " if plan else "", sql) from error
     finally:
         sqlite_hooks.restore(raw)  # the caller's hooks, when set through verifiedsql.dbapi; else none
         raw.execute(f"PRAGMA query_only = {int(previous)}")
@@ -232,18 +243,19 @@ def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *, pla
         previous = {name: own.execute(f"SELECT current_setting('{name}')").fetchone()[0] for name in _DUCKDB_SETTINGS}
         own.execute("BEGIN TRANSACTION")
         timer = threading.Timer(timeout_s, own.interrupt)
+        wrapper = "EXPLAIN " if plan else ""
         try:
             for name in _DUCKDB_SETTINGS:
                 own.execute(f"SET {name} = false")
             own.execute(f"SET streaming_buffer_size = '{_DUCKDB_STREAM_BUFFER}'")  # this duplicate only
             timer.start()
-            yield own.execute(f"EXPLAIN {sql}" if plan else sql)
+            yield own.execute(wrapper + sql)
         except duckdb_module.InterruptException as error:
             raise _timeout_error(timeout_s) from error
         except duckdb_module.PermissionException as error:
-            raise _refuse("permission", str(error)) from error
+            raise _refuse("permission", _engine_text(error, wrapper, sql)) from error
         except duckdb_module.Error as error:
-            raise _query_error(error) from error
+            raise _query_error(error, wrapper, sql) from error
         finally:
             timer.cancel()
             own.execute("ROLLBACK")
@@ -307,22 +319,26 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
     cursor = raw.cursor()
     before: session_state.SessionState | None = None
     explained: Any = None
+    wrapper: str | None = None  # what the statement being sent puts before ``sql``; None: not the query
     try:
         cursor.execute("BEGIN READ ONLY" if raw.autocommit else "SET TRANSACTION READ ONLY")
         before = session_state.snapshot(cursor)
         cursor.execute(f"SET LOCAL statement_timeout = {max(1, math.ceil(timeout_s * 1000))}")
         if role is not None:
             cursor.execute(pgsql.SQL("SET LOCAL ROLE {}").format(pgsql.Identifier(role)))
+        wrapper = _EXPLAIN
         try:
             cursor.execute(_EXPLAIN + sql, binary=True)  # extended protocol: one statement only
         except psycopg.errors.SyntaxError as error:
             if "multiple commands" in str(error):
-                raise _refuse("several statements", str(error)) from error
+                raise _refuse("several statements", _engine_text(error, wrapper, sql)) from error
             keyword = _first_keyword(sql)
             if keyword not in _QUERY_KEYWORDS:  # COPY, SET, CREATE, ...: EXPLAIN accepts queries only
-                raise _refuse(keyword, f"PostgreSQL cannot plan it as a query: {error}") from error
+                raise _refuse(keyword, f"PostgreSQL cannot plan it as a query: {_engine_text(error, wrapper, sql)}"
+                              ) from error
             raise
         explained = cursor.fetchone()[0]
+        wrapper = None  # next: the catalog lookup, then psycopg's own DECLARE ... CURSOR FOR around the query
         if construct := _plan_refusal(explained, profile, lambda names: _pg_proc_policy(cursor, names, profile)):
             raise _refuse(construct, f"the query plan writes or calls a function that is not allowed: {construct}")
         if relation := plan_relation_refusal(explained, schema):
@@ -336,14 +352,15 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
         raise _timeout_error(timeout_s) from error
     except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as error:
         match = re.search(r"cannot execute (.+?) in a read-only transaction", str(error))
-        raise _refuse(match.group(1) if match else type(error).__name__, str(error)) from error
+        raise _refuse(match.group(1) if match else type(error).__name__, _engine_text(error, wrapper, sql)) from error
     except (psycopg.errors.SyntaxError, psycopg.errors.FeatureNotSupported) as error:
         if explained is None:
-            raise _query_error(error) from error
+            raise _query_error(error, wrapper, sql) from error
         # the server planned it but will not declare it as a cursor: no plain query (SELECT ... INTO)
-        raise _refuse(_first_keyword(sql), f"PostgreSQL will not run it as a plain query: {error}") from error
+        raise _refuse(_first_keyword(sql), "PostgreSQL will not run it as a plain query: "
+                                           f"{_engine_text(error, wrapper, sql)}") from error
     except psycopg.Error as error:
-        raise _query_error(error) from error
+        raise _query_error(error, wrapper, sql) from error
     finally:
         cursor.close()
         if not raw.broken:  # a lost connection has nothing to roll back (and would hide the error)
@@ -406,27 +423,26 @@ def snowflake(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
         raise _refuse(f"{count} statements", "the Snowflake connector splits it into several statements")
     seconds = max(1, math.ceil(timeout_s))
     cursor = raw.cursor()
+    wrapper: str | None = None  # what the statement being sent puts before ``sql``; None: not the query
     try:
         with _snowflake_session_timeout(cursor, seconds):
             cursor.execute("BEGIN TRANSACTION")
             try:
-                cursor.execute(f"EXPLAIN {sql}" if plan else sql, timeout=seconds)
+                wrapper = "EXPLAIN " if plan else ""
+                cursor.execute(wrapper + sql, timeout=seconds)
                 yield cursor
             finally:
                 cursor.execute("ROLLBACK")
     except SnowflakeError as error:
         if getattr(error, "errno", None) in _SNOWFLAKE_TIMEOUT_ERRNOS:
             raise _timeout_error(timeout_s) from error
-        raise _query_error(error) from error
+        raise _query_error(error, wrapper, sql) from error
     except VerifiedSQLError:
         raise
     except Exception as error:  # a connector or emulator bug is still a failed query, not a crash
-        raise _query_error(error) from error
+        raise _query_error(error, wrapper, sql) from error
 
 
-STRATEGIES: dict[str, Strategy] = {
-    "sqlite": sqlite,
-    "duckdb": duckdb,
-    "postgresql": postgresql,
-    "snowflake": snowflake,
-}
+# The engine guard of every registered engine, by name (``Backend.read_only``; a profile's
+# ``read_only_strategy`` names one).
+STRATEGIES: Mapping[str, Strategy] = backends.facts("read_only")

@@ -8,12 +8,22 @@ from typing import Any, Literal
 # "distinguished": candidates disagreed and a dual-paradigm test (DPC) on a distinguishing database chose
 Confidence = Literal["unanimous", "majority", "distinguished", "unverified"]
 CandidateStatus = Literal["ok", "error", "unsafe", "timeout"]
+# where a candidate's SQL came from: greedy or sampled generation, the R3 review, a VET execution trace
+CandidateOrigin = Literal["greedy", "sample", "review", "vet"]
 MatchKind = Literal["exact", "case-insensitive", "prefix", "contains"]
+# what a model call was for (``ChatRequest.purpose``), by stage: generation and refinement; verify's repair;
+# PV-SQL's probes; schema linking (compress_schema); ReFoRCE's column exploration and its corrections; DPC's
+# schema slice, distinguishing database and pandas solver; R3's reviewer professions, reviews and revisions;
+# VET's steps, stop check, SQL reconstruction and restated question
+LLMPurpose = Literal[
+    "generate", "refine", "repair", "probe", "link", "explore", "explore-fix", "slice", "mdd", "solver",
+    "review-professions", "review", "review-revise", "vet-step", "vet-stop", "vet-sql", "vet-question",
+]
 
 
 @dataclass
 class LLMCall:
-    purpose: str
+    purpose: LLMPurpose
     model: str
     prompt_tokens: int
     completion_tokens: int
@@ -33,6 +43,13 @@ class ValueMatch:
 
 
 ProbeStatus = Literal["ok", "error", "unsafe", "timeout", "invalid"]
+DPCStatus = Literal["unanimous", "decided", "fallback"]
+SliceMethod = Literal["lineage", "model"]  # how DPC cut the schema slice: SQL column lineage, or the model
+MDDMethod = Literal["deterministic", "model"]  # how the distinguishing database was built
+ConsensusTrigger = Literal["tie", "all-failed"]
+ProfessionsSource = Literal["model", "fallback"]
+StopVerdict = Literal["YES", "NO", "unclear"]
+ConsensusOutcome = Literal["resolved", "undecided", "failed"]
 
 
 @dataclass
@@ -67,15 +84,15 @@ class DualParadigmTest:
     ``status``: ``unanimous`` (one cluster, nothing to test), ``decided`` (the scores chose), or
     ``fallback`` (a step failed; the champion stands and ``reason`` says why)."""
 
-    status: str
+    status: DPCStatus
     reason: str = ""
     champion: int | None = None  # candidate indexes of the two representatives
     challenger: int | None = None
     winner: int | None = None
     slice_tables: dict[str, list[str]] = field(default_factory=dict)
-    slice_method: str | None = None
+    slice_method: SliceMethod | None = None
     transpiled: bool = False  # Snowflake: the MDD ran on DuckDB after transpiling with sqlglot
-    mdd_method: str | None = None
+    mdd_method: MDDMethod | None = None
     mdd_tries: int = 0
     mdd_tables: dict[str, list[list[Any]]] = field(default_factory=dict)
     champion_result: list[list[Any]] = field(default_factory=list)
@@ -110,14 +127,14 @@ class Consensus:
     """What consensus enforcement did when the vote tied or every candidate failed.
 
     ``trigger``: ``tie`` or ``all-failed``. ``rounds``: regeneration rounds after exploration (0 or 1).
-    ``outcome``: ``resolved`` (the re-vote has a unique largest cluster), ``dpc-decided`` (a remaining tie
-    was settled by the dual-paradigm test), ``undecided`` (the tie remains; the answer is unverified) or
+    ``outcome``: ``resolved`` (the re-vote has a unique largest cluster), ``undecided`` (the tie remains:
+    the dual-paradigm test settles it, see ``report.dpc``, and when it cannot the answer is unverified) or
     ``failed`` (no candidate ran in any round). ``first_round`` keeps the candidates of the first vote
     when the answer's candidates (``report.candidates``) are the regenerated ones."""
 
-    trigger: str
+    trigger: ConsensusTrigger
     rounds: int = 0
-    outcome: str = "undecided"
+    outcome: ConsensusOutcome = "undecided"
     reason: str = ""
     first_round: list[Candidate] = field(default_factory=list)
 
@@ -138,7 +155,7 @@ class Candidate:
     """One generated SQL, how it fared, and which result cluster it landed in."""
 
     index: int
-    origin: str  # "greedy", "sample", "review" or "vet"
+    origin: CandidateOrigin
     sql: str
     status: CandidateStatus = "ok"
     error: str | None = None
@@ -187,7 +204,7 @@ class Review:
     reviewed: int  # index of the candidate whose SQL was reviewed
     initial_sql: str
     professions: list[str] = field(default_factory=list)
-    professions_source: str = "model"  # or "fallback"
+    professions_source: ProfessionsSource = "model"
     rounds: list[ReviewRound] = field(default_factory=list)
     final_sql: str = ""
     stop: str = ""
@@ -199,6 +216,7 @@ class Review:
 
 
 TraceOutcome = Literal["accepted", "rejected", "failed", "skipped"]
+StepKind = Literal["aggregate", "join", "filter", "transform"]  # as read from a step's code (VET)
 
 
 @dataclass
@@ -208,12 +226,12 @@ class TraceStep:
 
     number: int
     code: str = ""
-    kind: str = ""
+    kind: StepKind | Literal[""] = ""  # "": not read (the step never produced code that ran)
     rows_in: int | None = None
     rows_out: int | None = None
     status: Literal["accepted", "failed"] = "failed"
     problems: list[str] = field(default_factory=list)
-    sufficient: str | None = None  # the stop check's reply: "YES", "NO" or "unclear"
+    sufficient: StopVerdict | None = None  # the stop check's reply
 
 
 @dataclass
@@ -316,7 +334,8 @@ class VerificationReport:
         lines.extend(f"value: {m.table}.{m.column} = {m.value!r} ({m.kind})" for m in self.value_matches)
         lines.extend(f"probe: {p.sql} -> {p.status}" + (f" ({p.row_count} rows)" if p.row_count is not None else "")
                      for p in self.probes)
-        lines.extend(f"finding: {term!r} is stored as {value!r}" for term, value in self.findings.value_mappings.items())
+        lines.extend(f"finding: {term!r} is stored as {value!r}"
+                     for term, value in self.findings.value_mappings.items())
         lines.extend(f"constraint: {c}" for c in self.constraints)
         if self.dpc is not None:
             lines.append(f"dpc: {self.dpc.status} ({self.dpc.reason})")

@@ -23,7 +23,7 @@ from .profiles import DialectProfile
 QUERY_ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Subquery)
 
 # Any of these anywhere in the tree makes the statement more than a read.
-FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = tuple(
+FORBIDDEN_NODES: tuple[type[exp.Expr], ...] = tuple(
     getattr(exp, name)
     for name in (
         "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "AlterColumn", "TruncateTable",
@@ -35,7 +35,7 @@ FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = tuple(
 )
 
 
-def _describe(node: exp.Expression) -> str:
+def _describe(node: exp.Expr) -> str:
     try:
         sql = node.sql()
     except SqlglotError:
@@ -45,14 +45,14 @@ def _describe(node: exp.Expression) -> str:
     return sql if len(sql) <= 60 else sql[:57] + "..."
 
 
-def _construct(node: exp.Expression) -> str:
+def _construct(node: exp.Expr) -> str:
     """The statement keyword a refusal names: the command word for opaque commands (CALL, LOAD)."""
     if isinstance(node, exp.Command):
         return str(node.this).upper()
     return type(node).__name__.upper()
 
 
-def _function_name(node: exp.Expression) -> str | None:
+def _function_name(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Anonymous):  # unquoted, so that "pg_sleep"(5) is still pg_sleep
         this = node.this
         return (this.name if isinstance(this, exp.Identifier) else str(this)).lower()
@@ -78,7 +78,11 @@ def parse_one_query(sql: str, profile: DialectProfile) -> exp.Expression:
             f"expected exactly one statement, got {len(statements)}; send one query at a time.",
             construct=f"{len(statements)} statements",
         )
-    return statements[0]
+    statement = statements[0]
+    if not isinstance(statement, exp.Expression):  # sqlglot's parser returns Expressions; a type guard
+        raise UnparseableSQLError("the statement guard could not read this SQL as a statement.",
+                                  construct="unparseable SQL")
+    return statement
 
 
 def check_query(sql: str, profile: DialectProfile, functions: FunctionPolicy | None = None) -> exp.Expression:
@@ -121,7 +125,7 @@ def check_query(sql: str, profile: DialectProfile, functions: FunctionPolicy | N
     return tree
 
 
-def _check_calls(sql: str, tree: exp.Expression, profile: DialectProfile, functions: FunctionPolicy | None) -> None:
+def _check_calls(sql: str, tree: exp.Expr, profile: DialectProfile, functions: FunctionPolicy | None) -> None:
     """Every called function against the policy. PostgreSQL's own parser (pglast) reads PostgreSQL
     text, so quoting and ``U&`` escapes resolve as on the server; it must also see one plain query."""
     if functions is None:  # SQLite: the deny list above is the statement guard's function check
@@ -163,6 +167,6 @@ def _looks_like_path(table: exp.Table) -> bool:
     return is_file_path(name)
 
 
-def outermost_orders(tree: exp.Expression) -> bool:
+def outermost_orders(tree: exp.Expr) -> bool:
     """True when the outermost query sorts its rows, so row order is part of its answer."""
     return tree.args.get("order") is not None

@@ -28,29 +28,22 @@ import logging
 import re
 import sqlite3
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Iterator, Literal
 
+from . import backends
 from .errors import ConfigurationError
 from .sqlshape import Shape, one_typo_apart, shape_of, with_placeholders
 
 Kind = Literal["sql", "question", "malformed"]
 
-_COMMON = "select with insert update delete create drop alter values explain begin commit rollback"
+# Words that begin a statement on every engine; each backend adds its own (``Backend.statement_keywords``).
+COMMON_STATEMENT_KEYWORDS = frozenset(
+    "select with insert update delete create drop alter values explain begin commit rollback".split()
+)
 # Words that can begin a statement, per engine (a refused text starting with one may be malformed SQL).
-STATEMENT_KEYWORDS: dict[str, frozenset[str]] = {
-    "sqlite": frozenset(f"{_COMMON} replace savepoint release pragma attach detach vacuum analyze reindex "
-                        "end".split()),
-    "duckdb": frozenset(f"{_COMMON} from pivot unpivot install load force attach detach use pragma set reset "
-                        "show describe desc summarize copy export import checkpoint vacuum analyze call "
-                        "truncate prepare execute deallocate merge start end abort comment table".split()),
-    "postgresql": frozenset(f"{_COMMON} table truncate grant revoke lock savepoint release start end abort "
-                            "set reset show copy vacuum analyze cluster reindex checkpoint listen notify "
-                            "unlisten prepare execute deallocate do discard comment security refresh call "
-                            "merge declare fetch move close reassign import load".split()),
-    "snowflake": frozenset(f"{_COMMON} use show describe desc put get list ls remove rm copy undrop grant "
-                           "revoke merge call execute set unset truncate start comment".split()),
-}
+STATEMENT_KEYWORDS: Mapping[str, frozenset[str]] = backends.facts("statement_keywords")
 # Statements that only read or describe: a sentence the parser happens to accept as one of these
 # ("Select the customers from Brazil", "Show me") is a question. A command (GRANT, ALTER, DELETE, ...)
 # that the parser accepts always runs as SQL, English words or not.
@@ -108,13 +101,13 @@ def classify(text: str, dialect: str) -> Reading:
 def parse_with_engine(text: str, dialect: str, shape: Shape | None = None) -> Parse:
     """Ask the engine's own parser (see the module docstring) whether ``text`` is SQL."""
     shape = shape or shape_of(text)
-    parser = _PARSERS.get(dialect)
-    if parser is None:
+    backend = backends.registry().get(dialect)
+    if backend is None:
         raise ConfigurationError(
             f"no SQL parser for the {dialect!r} engine; use mode='sql' or mode='question' explicitly."
         )
     try:
-        return parser(text, shape)
+        return backend.statement_parser(text, shape)
     except ConfigurationError:
         raise
     except (UnicodeError, ValueError, TypeError) as error:  # lone surrogates, NUL characters: no SQL
@@ -138,7 +131,7 @@ _MISSING_TABLE = re.compile(r"no such table: (?:(?P<schema>main|temp)\.)?(?P<nam
 _MAX_MISSING_TABLES = 8
 
 
-def _parse_sqlite(text: str, shape: Shape) -> Parse:
+def parse_sqlite(text: str, shape: Shape) -> Parse:
     scratch = sqlite3.connect(":memory:")  # a private in-memory database, never the user's
     scratch.set_authorizer(_no_pragmas)  # some pragmas act while they compile: refuse them, unrun
     found = False
@@ -197,7 +190,7 @@ def _sqlite_statements(text: str, shape: Shape) -> Iterator[str]:
 _local = threading.local()  # a scratch DuckDB parser per thread (its connections are not shared)
 
 
-def _parse_duckdb(text: str, shape: Shape) -> Parse:
+def parse_duckdb(text: str, shape: Shape) -> Parse:
     import duckdb
 
     parser = getattr(_local, "duckdb", None)
@@ -219,7 +212,7 @@ def _parse_duckdb(text: str, shape: Shape) -> Parse:
 # -------------------------------------------------------------------------------------- PostgreSQL
 
 
-def _parse_postgresql(text: str, shape: Shape) -> Parse:
+def parse_postgresql(text: str, shape: Shape) -> Parse:
     try:
         import pglast
         from pglast.parser import ParseError
@@ -257,7 +250,7 @@ class _DropFallbackWarning(logging.Filter):
 _SQLGLOT_FILTER = _DropFallbackWarning()
 
 
-def _parse_snowflake(text: str, shape: Shape) -> Parse:
+def parse_snowflake(text: str, shape: Shape) -> Parse:
     import sqlglot
     from sqlglot import exp
 
@@ -293,8 +286,3 @@ def _opaque_command_is_sql(shape: Shape) -> bool:
         second in SNOWFLAKE_OBJECTS or (shape.first_word in _STRUCTURED_COMMANDS and shape.has_structure)
     )
 
-
-_PARSERS: dict[str, Callable[[str, Shape], Parse]] = {
-    "sqlite": _parse_sqlite, "duckdb": _parse_duckdb, "postgresql": _parse_postgresql,
-    "snowflake": _parse_snowflake,
-}

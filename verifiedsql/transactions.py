@@ -1,82 +1,39 @@
 """Whether a user's driver connection is inside a transaction, by checks that never end or join it.
 
 A question must not commit, roll back or join a transaction the caller has open on the connection it
-would run on; it is refused with ``OpenTransactionError`` instead. Each driver is asked in its own way:
-
-* **sqlite3**: ``Connection.in_transaction``.
-* **psycopg**: ``info.transaction_status`` (idle, or inside/failed in a transaction).
-* **duckdb**: DuckDB reports no transaction state, and a failed ``BEGIN`` would abort the caller's
-  transaction, so ``txid_current()`` is read twice: in autocommit mode each statement is its own
-  transaction (two ids), inside an explicit one both reads see the same id. A transaction that is already
-  aborted refuses the read, which also means one is open. Like any DuckDB statement, the two reads end a
-  result that the caller has only partly fetched on that same connection.
-* **snowflake**: ``CURRENT_TRANSACTION()`` (NULL outside a transaction) on a cursor of its own; under
-  fakesnow (tests), the DuckDB connection underneath is asked as above.
+would run on; it is refused with ``OpenTransactionError`` instead. Each driver is asked in its own way,
+by ``in_transaction`` of its engine's backend (``verifiedsql.backends``); a driver no backend names is
+refused with ``UnknownBackendError``, never taken for idle. sqlite3 reads ``Connection.in_transaction``,
+psycopg ``info.transaction_status``; DuckDB reports no transaction state, so ``txid_current()`` is read
+twice; Snowflake asks ``CURRENT_TRANSACTION()`` (see ``verifiedsql/backends/<engine>.py``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import OpenTransactionError
+from . import backends
+from .errors import OpenTransactionError, UnknownBackendError
 
-DRIVERS = ("sqlite3", "duckdb", "psycopg", "snowflake")
+
+def module_root(raw: Any) -> str:
+    """The top-level module of a raw connection's class (``sqlite3``, ``_duckdb``, ``psycopg``, ...)."""
+    return type(raw).__module__.split(".")[0]
 
 
 def driver_of(raw: Any) -> str | None:
-    """The driver of a raw DB-API connection (one of ``DRIVERS``), or None for one not known here."""
-    root = type(raw).__module__.split(".")[0]
-    if root == "_duckdb":
-        return "duckdb"
-    if root == "fakesnow":
-        return "snowflake"
-    if root == "duckdb_sqlalchemy":  # duckdb-sqlalchemy's ConnectionWrapper
-        return "duckdb"
-    return root if root in DRIVERS else None
-
-
-def _duckdb_in_transaction(raw: Any) -> bool:
-    import duckdb
-
-    connection = raw
-    if not isinstance(connection, duckdb.DuckDBPyConnection):  # duckdb-sqlalchemy's wrapper
-        connection = raw._ConnectionWrapper__c
+    """The driver of a raw DB-API connection (``Backend.driver`` of the backend that takes it: fakesnow's
+    connection counts as snowflake's), or None for one no backend takes."""
     try:
-        first = connection.sql("SELECT txid_current()").fetchone()[0]
-        second = connection.sql("SELECT txid_current()").fetchone()[0]
-    except duckdb.TransactionException:  # "Current transaction is aborted (please ROLLBACK)"
-        return True
-    return bool(first == second)
-
-
-def _snowflake_in_transaction(raw: Any) -> bool:
-    duck = getattr(raw, "_duck_conn", None)
-    if duck is not None:  # fakesnow: DuckDB underneath
-        return _duckdb_in_transaction(duck)
-    cursor = raw.cursor()
-    try:
-        cursor.execute("SELECT CURRENT_TRANSACTION()")
-        row = cursor.fetchone()
-    finally:
-        cursor.close()
-    return bool(row and row[0] is not None)
+        return backends.backend_for_driver(module_root(raw)).driver
+    except UnknownBackendError:
+        return None
 
 
 def in_transaction(raw: Any) -> bool:
-    """True when ``raw`` (a sqlite3, duckdb, psycopg or snowflake connection) is inside a transaction;
-    False for a driver not known here."""
-    driver = driver_of(raw)
-    if driver == "sqlite3":
-        return bool(raw.in_transaction)
-    if driver == "psycopg":
-        from psycopg.pq import TransactionStatus
-
-        return raw.info.transaction_status != TransactionStatus.IDLE
-    if driver == "duckdb":
-        return _duckdb_in_transaction(raw)
-    if driver == "snowflake":
-        return _snowflake_in_transaction(raw)
-    return False
+    """True when ``raw`` is inside a transaction, asked by its engine's backend; ``UnknownBackendError``
+    (naming the supported drivers) for a driver no backend takes."""
+    return backends.backend_for_driver(module_root(raw)).in_transaction(raw)
 
 
 TRANSACTION_OPEN = (

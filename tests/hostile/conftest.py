@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import stat
 import sys
 import tempfile
@@ -26,14 +25,16 @@ TESTS = Path(__file__).resolve().parents[1]
 if str(TESTS) not in sys.path:  # backends.py and fake_openai.py live one level up (any --import-mode)
     sys.path.insert(0, str(TESTS))
 
-from backends import checksum, load_shop, make_engine
+from backends import checksum, enter_emulator, load_shop, make_engine, server_url
 from fake_openai import FakeServer, Reply, completion
 
 import verifiedsql
 import verifiedsql.dbapi
+from verifiedsql import backends
 from verifiedsql.errors import NoAnswerError
-from verifiedsql.llm.prompts import REFINE_USER, REPAIR_USER
+from verifiedsql.llm.prompts import REFINE_USER
 from verifiedsql.report import VerificationReport
+from verifiedsql.stages.pvsql.prompts import REPAIR_USER
 
 ROOT = TESTS.parent
 TALLY_PATH = Path(os.environ.get("HOSTILE_TALLY", ROOT / "benchmarks" / "results" / "hostile-sql.json"))
@@ -155,30 +156,6 @@ class Outcome:
 
 # ------------------------------------------------------------------------------------------- worlds
 
-_COLUMNS = ("SELECT table_schema, table_name, column_name, data_type FROM information_schema.columns "
-            "WHERE table_schema NOT IN ('information_schema', 'pg_catalog') ORDER BY 1, 2, 3")
-_TABLES = ("SELECT table_schema, table_name, table_type FROM information_schema.tables "
-           "WHERE table_schema NOT IN ('information_schema', 'pg_catalog') ORDER BY 1, 2")
-CATALOG_QUERIES: dict[str, tuple[str, ...]] = {
-    "sqlite": ("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY 1, 2",),
-    "duckdb": (
-        _TABLES, _COLUMNS,
-        "SELECT database_name, path FROM duckdb_databases() ORDER BY 1",
-        "SELECT schema_name, index_name FROM duckdb_indexes() ORDER BY 1, 2",
-        "SELECT name FROM duckdb_secrets() ORDER BY 1",
-        "SELECT extension_name FROM duckdb_extensions() WHERE loaded OR installed ORDER BY 1",
-    ),
-    "postgresql": (
-        _COLUMNS,
-        "SELECT relname, relkind FROM pg_class WHERE relnamespace = 'public'::regnamespace ORDER BY 1",
-        "SELECT count(*) FROM pg_largeobject_metadata",
-        "SELECT extname FROM pg_extension ORDER BY 1",
-        "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace ORDER BY 1",
-        "SELECT nspname FROM pg_namespace ORDER BY 1",
-        "SELECT name, setting FROM pg_file_settings ORDER BY 1, 2",
-    ),
-    "snowflake": (_TABLES, _COLUMNS),
-}
 SHOP_TABLES = ("customers", "orders")
 
 
@@ -225,11 +202,15 @@ class World:
     def apis(self) -> tuple[Api, ...]:
         return ("engine", "dbapi") if self.dbapi is not None else ("engine",)
 
+    def catalog_queries(self) -> tuple[str, ...]:
+        """Reads of the engine's catalog that a refused statement must leave unchanged (``TestConfig``)."""
+        return backends.backend_for(self.dialect).test.catalog_queries
+
     def state(self) -> list[Any]:
         """Every row of the shop's tables (sorted) and the engine's catalog."""
         found: list[Any] = []
         with self.engine.connect() as conn:
-            for query in (*(f"SELECT * FROM {t}" for t in SHOP_TABLES), *CATALOG_QUERIES[self.dialect]):
+            for query in (*(f"SELECT * FROM {t}" for t in SHOP_TABLES), *self.catalog_queries()):
                 try:
                     found.append(sorted(map(repr, conn.exec_driver_sql(query).all())))
                 except sa.exc.DBAPIError as error:  # a table gone or renamed: that is a change too
@@ -256,21 +237,10 @@ class World:
 
 
 def _raw_connection(dialect: str, engine: sa.Engine) -> Any:
-    """A raw driver connection to the world's data, or None where ``verifiedsql.dbapi`` cannot wrap one."""
-    path = engine.url.database
-    if dialect == "sqlite":
-        return sqlite3.connect(path)
-    if dialect == "duckdb":
-        import duckdb
-
-        with engine.connect() as conn:  # same configuration as the engine's, or DuckDB refuses a second one
-            agent = conn.exec_driver_sql("SELECT current_setting('custom_user_agent')").scalar()
-        return duckdb.connect(path, config={"custom_user_agent": agent})
-    if dialect == "postgresql":
-        import psycopg
-
-        return psycopg.connect(engine.url.set(drivername="postgresql").render_as_string(False), autocommit=True)
-    return None  # fakesnow's connection class is not snowflake.connector's, which dbapi requires
+    """A raw driver connection to the world's data (``TestConfig.raw_connection``), or None where the
+    engine's test configuration makes none."""
+    make = backends.backend_for(dialect).test.raw_connection
+    return make(engine) if make is not None else None
 
 
 def target_directory() -> Path:
@@ -294,7 +264,8 @@ class Worlds:
 
     def __init__(self, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
                  hostile: HostileModel, target_dir: Path) -> None:
-        self.request, self.tmp_path_factory, self.hostile, self.target_dir = request, tmp_path_factory, hostile, target_dir
+        self.request, self.tmp_path_factory = request, tmp_path_factory
+        self.hostile, self.target_dir = hostile, target_dir
         self.built: dict[str, World] = {}
         self._patches: list[Any] = []
 
@@ -305,12 +276,9 @@ class Worlds:
 
     def _build(self, dialect: str) -> World:
         directory = self.tmp_path_factory.mktemp(f"hostile-{dialect}")
-        if dialect == "snowflake":
-            import fakesnow
-
-            self._patches.append(fakesnow.patch())
-            self._patches[-1].__enter__()
-        postgres = self.request.getfixturevalue("postgres_url") if dialect == "postgresql" else None
+        if (patch := enter_emulator(dialect)) is not None:  # fakesnow, kept entered for the module
+            self._patches.append(patch)
+        postgres = server_url(dialect, self.request)
         seed = load_shop(make_engine(dialect, directory, postgres))
         seed.dispose()
         options = dict(HOSTILE_OPTIONS, llm_base_url=self.hostile.url)

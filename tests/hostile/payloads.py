@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-DIALECTS = ("sqlite", "duckdb", "postgresql", "snowflake")
+from verifiedsql import backends
+
+DIALECTS = backends.names()  # every registered engine (verifiedsql/backends/)
 ALL: Literal["all"] = "all"
 
 CATEGORIES = (
@@ -179,7 +181,8 @@ PAYLOADS: tuple[Payload, ...] = (
     _P("pg-set-read-write", "session/admin", PG, "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE"),
     _P("pg-terminate-backends", "session/admin", PG, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"),
     _P("pg-alter-system", "session/admin", PG, "ALTER SYSTEM SET fsync = off"),
-    _P("pg-query-to-xml", "session/admin", PG, "SELECT query_to_xml('DELETE FROM orders RETURNING id', true, true, '')"),
+    _P("pg-query-to-xml", "session/admin", PG,
+       "SELECT query_to_xml('DELETE FROM orders RETURNING id', true, true, '')"),
     _P("pg-for-update", "session/admin", PG, "SELECT * FROM customers FOR UPDATE"),
     _P("duckdb-enable-external-access", "session/admin", DUCK, "SET enable_external_access = true"),
     _P("duckdb-getenv", "session/admin", DUCK, "SELECT getenv('HOME')"),

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from backends import checksum
+from backends import DIALECTS, checksum
 from conftest import (
     STOPPED,
     HostileModel,
@@ -28,7 +28,6 @@ from conftest import (
     Tally,
     Worlds,
     files_under,
-    layer_of,
 )
 from payloads import PAYLOADS, Payload, pairs
 
@@ -132,7 +131,7 @@ def _escalation(dialect: str, target_dir: Path) -> dict[str, list[str]]:
     }
 
 
-@pytest.mark.parametrize("dialect", ["sqlite", "duckdb", "postgresql", "snowflake"])
+@pytest.mark.parametrize("dialect", DIALECTS)
 def test_escalating_model(dialect: str, worlds: Worlds, hostile: HostileModel, target_dir: Path) -> None:
     """A model that changes its attack on every call, refinements and repairs included. The only SQL
     that runs is the capped cartesian product, and the report claims no more than was done."""

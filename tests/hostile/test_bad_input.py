@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import sqlalchemy as sa
 from backends import load_shop

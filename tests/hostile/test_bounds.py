@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from backends import load_shop, make_engine
+from backends import load_shop
 from conftest import Api, HostileModel, World, Worlds
 from fake_openai import FakeServer, Reply, completion
 

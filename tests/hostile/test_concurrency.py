@@ -42,9 +42,9 @@ import verifiedsql
 from verifiedsql.config import LLMSettings
 from verifiedsql.errors import ConfigurationError
 from verifiedsql.llm import local
-from verifiedsql.stages.dpc.prompts import SOLVER_SYSTEM
 from verifiedsql.report import VerificationReport
 from verifiedsql.sandbox import Sandbox
+from verifiedsql.stages.dpc.prompts import SOLVER_SYSTEM
 from verifiedsql.stages.dpc.solver import solve
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.usefixtures("record_temp_paths")]

@@ -24,11 +24,12 @@ from fake_openai import FakeServer, Reply, completion
 
 import verifiedsql
 import verifiedsql.dbapi
+from verifiedsql import backends
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
 from verifiedsql.errors import LLMError, QueryError, UnsafeSQLError
 
-DIALECTS = ("sqlite", "duckdb", "postgresql", "snowflake")
+DIALECTS = backends.names()  # every registered engine (verifiedsql/backends/)
 QUESTION = "How many orders are there?"
 COUNT_SQL = "SELECT COUNT(*) FROM orders"
 TOKEN = "tok_9f2c41d7e0secret"  # a value in another schema that must never reach the model or the report

@@ -37,10 +37,8 @@ from test_solver import MDD_TABLES, QUESTION, SLICE
 import verifiedsql
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.report import VerificationReport
-from verifiedsql.sandbox import Sandbox, SandboxResult
-from verifiedsql.stages import dpc as dpc_module
-from verifiedsql.stages import vet as vet_module
-from verifiedsql.sandbox import INCIDENT
+from verifiedsql.sandbox import INCIDENT, Sandbox, SandboxResult
+from verifiedsql.stages import context as context_module
 from verifiedsql.stages.dpc.solver import SolverOutcome, solve
 
 pytestmark = pytest.mark.skipif(not Sandbox().available(),
@@ -223,12 +221,15 @@ ATTACKS = [
     # the result channel
     Attack("cells that unpickle to os.system", EVIL + "result = pd.DataFrame({'x': [Evil()]})",
            returned(lambda v: isinstance(v, str) and "Evil object" in v, "only the cell's text comes back")),
-    Attack("a pickle instead of the JSON result", EVIL + "os.write(int(sys.argv[1]), pickle.dumps(Evil()))\nos._exit(0)",
+    Attack("a pickle instead of the JSON result",
+           EVIL + "os.write(int(sys.argv[1]), pickle.dumps(Evil()))\nos._exit(0)",
            failed("ended without a result")),
-    Attack("deeply nested JSON as the result", "import os, sys\nos.write(int(sys.argv[1]), b'[' * 100_000)\nos._exit(0)",
+    Attack("deeply nested JSON as the result",
+           "import os, sys\nos.write(int(sys.argv[1]), b'[' * 100_000)\nos._exit(0)",
            failed("ended without a result")),
     Attack("forged result with non-scalar cells",
-           "import os, sys\nos.write(int(sys.argv[1]), b'{\"ok\": true, \"columns\": [\"a\"], \"rows\": [[[1]], [{}]]}')"
+           "import os, sys\nos.write(int(sys.argv[1]), "
+           "b'{\"ok\": true, \"columns\": [\"a\"], \"rows\": [[[1]], [{}]]}')"
            "\nos._exit(0)", failed("malformed result")),
 ]
 
@@ -296,7 +297,7 @@ def test_the_public_api_falls_back_to_the_champion(label: str, world: World, tmp
     """Candidates disagree, the solver's first reply is the attack and every correction holds no code:
     one sandboxed run, and the answer is the majority's, with the attempt in the report."""
     code, shown = PUBLIC[label]
-    monkeypatch.setattr(dpc_module, "Sandbox", lambda: Sandbox(**{**SMALL, "cpu_seconds": 1}))
+    monkeypatch.setattr(context_module, "Sandbox", lambda: Sandbox(**{**SMALL, "cpu_seconds": 1}))
     solver_replies = iter([python(world.fill(code))])
 
     def script(request: ChatRequest) -> str:
@@ -328,7 +329,7 @@ def test_an_execution_trace_step_is_contained_too(label: str, world: World, tmp_
     """VET runs model-written steps in the same jail: the attack is the first step, its repairs hold no
     code, the trace fails and the answer is the greedy candidate's, with the attempt in the trace."""
     code, shown = PUBLIC[label]
-    monkeypatch.setattr(vet_module, "Sandbox", lambda: Sandbox(**{**SMALL, "cpu_seconds": 1}))
+    monkeypatch.setattr(context_module, "Sandbox", lambda: Sandbox(**{**SMALL, "cpu_seconds": 1}))
     step_replies = iter([python(world.fill(code))])
 
     def script(request: ChatRequest) -> str:

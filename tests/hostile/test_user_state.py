@@ -18,13 +18,12 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from fakes import ScriptedChatModel, fenced
 
 import verifiedsql
 import verifiedsql.dbapi as dbapi
-from verifiedsql import errors, readonly
+from verifiedsql import backends, errors, readonly
 from verifiedsql.profiles import profile_for
-
-from fakes import ScriptedChatModel, fenced
 
 COUNT = "SELECT COUNT(*) FROM t"
 
@@ -141,7 +140,7 @@ def test_question_inside_a_transaction_is_refused_and_the_rows_are_kept(raw_worl
     assert cursor.fetchall() == [(2,)]
 
 
-@pytest.mark.parametrize("dialect", ["sqlite", "duckdb", "postgresql", "snowflake"])
+@pytest.mark.parametrize("dialect", backends.names())
 def test_engine_question_inside_a_transaction_leaves_it_alone(dialect: str, engine_factory) -> None:
     """Through create_engine the question runs on a connection of its own: the caller's open transaction
     keeps its pending row and commits it afterwards."""

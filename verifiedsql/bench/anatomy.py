@@ -32,29 +32,29 @@ ERROR_CLASSES: tuple[ErrorClass, ...] = (
 # (class, pattern) in order: the first match wins. Type errors come before unknown functions, because
 # PostgreSQL and DuckDB report a function applied to the wrong argument types as a missing function
 # ("function extract(unknown, bigint) does not exist ... add explicit type casts").
+_PATTERN_TEXT: tuple[tuple[ErrorClass, str], ...] = (
+    ("timeout", r"ran longer than|statement timeout|canceling statement|interrupted"),
+    ("unsafe", r"read-only mode refused|generated sql may only read|only queries are run|is not allowed"
+               r"|expected exactly one statement"),
+    ("ambiguous column", r"ambiguous"),
+    ("type", r"explicit type cast|argument types|datatype mismatch|invalid input syntax for type"
+             r"|operator does not exist|conversion error|cannot (?:be )?cast|could not convert"
+             r"|type mismatch|cannot compare"),
+    ("unknown column", r"no such column|column \S+ does not exist|referenced column .* not found"
+                       r"|does not have a column named"
+                       r"|invalid identifier|column .* not found|missing from-clause entry"
+                       r"|values of .* do not have a column"),
+    ("unknown table", r"no such table|relation \S+ does not exist|table with name .* does not exist"
+                      r"|table .* does not exist|catalog error: table"),
+    ("unknown function", r"no such function|function \S+ does not exist|function with name .* does not exist"
+                         r"|unknown function"),
+    ("aggregate misuse", r"misuse of (?:aggregate|window)|must appear in the group by|aggregate function"
+                         r"|group by clause"),
+    ("syntax", r"syntax error|incomplete input|unrecognized token|parser error|could not parse"
+               r"|unparseable|unterminated"),
+)
 _PATTERNS: tuple[tuple[ErrorClass, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(pattern, re.IGNORECASE))
-    for name, pattern in (
-        ("timeout", r"ran longer than|statement timeout|canceling statement|interrupted"),
-        ("unsafe", r"read-only mode refused|generated sql may only read|only queries are run|is not allowed"
-                   r"|expected exactly one statement"),
-        ("ambiguous column", r"ambiguous"),
-        ("type", r"explicit type cast|argument types|datatype mismatch|invalid input syntax for type"
-                 r"|operator does not exist|conversion error|cannot (?:be )?cast|could not convert"
-                 r"|type mismatch|cannot compare"),
-        ("unknown column", r"no such column|column \S+ does not exist|referenced column .* not found"
-                           r"|does not have a column named"
-                           r"|invalid identifier|column .* not found|missing from-clause entry"
-                           r"|values of .* do not have a column"),
-        ("unknown table", r"no such table|relation \S+ does not exist|table with name .* does not exist"
-                          r"|table .* does not exist|catalog error: table"),
-        ("unknown function", r"no such function|function \S+ does not exist|function with name .* does not exist"
-                             r"|unknown function"),
-        ("aggregate misuse", r"misuse of (?:aggregate|window)|must appear in the group by|aggregate function"
-                             r"|group by clause"),
-        ("syntax", r"syntax error|incomplete input|unrecognized token|parser error|could not parse"
-                   r"|unparseable|unterminated"),
-    )
+    (name, re.compile(pattern, re.IGNORECASE)) for name, pattern in _PATTERN_TEXT
 )
 
 

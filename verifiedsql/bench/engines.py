@@ -14,10 +14,12 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from .. import backends
 from ..errors import ConfigurationError
 from .data import sqlite_path
 
-ENGINES = ("sqlite", "duckdb", "postgresql")
+# The registered engines the benchmark runs on (``Backend.spider_bench``; ``open_target`` loads them).
+ENGINES = tuple(backend.name for backend in backends.registry().values() if backend.spider_bench)
 
 
 def schema_for(engine_name: str, db_id: str) -> str | None:

@@ -26,7 +26,7 @@ class Counts:
     others: int
 
 
-def _conditions(node: exp.Expression | None) -> tuple[list[exp.Expression], int, int]:
+def _conditions(node: exp.Expr | None) -> tuple[list[exp.Expr], int, int]:
     """Leaves of an AND/OR tree, with the number of ORs and of connectors."""
     if node is None:
         return [], 0, 0
@@ -39,16 +39,16 @@ def _conditions(node: exp.Expression | None) -> tuple[list[exp.Expression], int,
     return [node], 0, 0
 
 
-def _is_like(cond: exp.Expression) -> bool:
+def _is_like(cond: exp.Expr) -> bool:
     inner = cond.this if isinstance(cond, exp.Not) else cond
     return isinstance(inner, (exp.Like, exp.ILike))
 
 
-def _is_negated(cond: exp.Expression) -> bool:
+def _is_negated(cond: exp.Expr) -> bool:
     return isinstance(cond, exp.Not) or bool(cond.args.get("negate"))
 
 
-def _nested_in(conds: list[exp.Expression]) -> int:
+def _nested_in(conds: list[exp.Expr]) -> int:
     """Subqueries used directly as a condition's operand (not those nested inside them)."""
     count = 0
     for cond in conds:
@@ -62,11 +62,11 @@ def _nested_in(conds: list[exp.Expression]) -> int:
     return count
 
 
-def _aggregates(nodes: list[exp.Expression]) -> int:
+def _aggregates(nodes: list[exp.Expr]) -> int:
     return sum(1 for node in nodes if node.find(exp.AggFunc) is not None)
 
 
-def count_components(tree: exp.Expression) -> Counts:
+def count_components(tree: exp.Expr) -> Counts:
     """Spider's three counts for a parsed query."""
     main = tree
     nested = 0

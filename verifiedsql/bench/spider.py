@@ -233,11 +233,11 @@ def run_spider(config: SpiderConfig, llm: ChatModel | None = None, progress: Pro
     finished = sum(store.done(s, e.id) for e in sample for s in config.strategies)
     progress(f"{len(sample)} questions x {len(config.strategies)} strategies: {finished} done, "
              + ("report only" if config.report_only else f"{len(todo)} to run"))
-    assert llm is not None or not todo  # only --report-only runs without a model
     started = time.perf_counter()
     golds: dict[int, Gold] = {}
     try:
         for count, (example, strategy) in enumerate(todo, 1):
+            assert llm is not None  # only --report-only runs without a model, and it runs nothing
             database, gold_conn = databases.get(example.db_id)
             if example.id not in golds:
                 golds[example.id] = run_gold(gold_conn, example.gold)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, Sequence, TypedDict
 
+from ..report import LLMPurpose
+
 
 class Message(TypedDict):
     role: str  # "system", "user" or "assistant"
@@ -20,7 +22,7 @@ class ChatRequest:
     max_tokens: int = 512
     seed: int | None = None
     stop: tuple[str, ...] = ()
-    purpose: str = "generate"  # recorded in the report; not part of the cache key
+    purpose: LLMPurpose = "generate"  # recorded in the report; not part of the cache key
     timeout_s: float | None = None  # caps this call's time budget (the question's time left); not in the key
 
 

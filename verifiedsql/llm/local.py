@@ -27,7 +27,6 @@ from .base import ChatRequest, ChatResponse
 from .models import install_model, model_home, model_spec, say
 from .openai_client import OpenAIChatModel
 
-
 # The child runs llama_cpp.server exactly as ``python -m llama_cpp.server ARGS`` would, and exits as
 # soon as its stdin (a pipe from this process) closes, i.e. when this process goes away in any manner.
 _BOOTSTRAP = (

@@ -3,19 +3,16 @@ self-refined with the database's error message when it fails (at most ``max_refi
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..config import Options
-from ..database import Database
-from ..deadline import Deadline
 from ..errors import LLMError, QueryError, QueryTimeoutError, QuestionTimeoutError, UnsafeSQLError
-from ..llm.base import ChatModel, ChatRequest, ChatResponse, Message
-from ..llm.prompts import extract_sql, generation_messages, refinement_messages
+from ..llm.base import ChatRequest, ChatResponse, Message
+from ..llm.prompts import generation_messages, refinement_messages
+from ..llm.replies import extract_sql, has_closed_fence
 from ..report import Candidate, CandidateStatus, VerificationReport
 from ..results import ResultSet
 from ..safety import outermost_orders, parse_one_query
-from .calls import call_model
+from .context import QuestionContext
 
 NO_SQL_ERROR = "the reply contained no SQL query"
 CUT_OFF_ERROR = "the reply was cut off at max_tokens={max_tokens} before its SQL was complete"
@@ -42,31 +39,31 @@ class Execution:
 def sql_of(reply: ChatResponse) -> str | None:
     """The SQL in a model reply; None when there is none, or when the reply was cut off at max_tokens
     before its code block closed (a cut query may still run, and answer another question)."""
-    if reply.truncated and reply.text.count("```") < 2:
+    if reply.truncated and not has_closed_fence(reply.text):
         return None
     return extract_sql(reply.text)
 
 
-def execute_candidate(database: Database, sql: str | None, *, explain: bool = False,
-                      deadline: Deadline | None = None) -> Execution:
+def execute_candidate(ctx: QuestionContext, sql: str | None, *, explain: bool = False) -> Execution:
     """Run one candidate through both safety layers; failures become a status and an error text.
 
     With ``explain`` the engine first compiles and plans the SQL without running it (the syntax check
     of verify-and-repair), so SQL it rejects is never executed; the error text is the engine's own.
-    The run's timeout is capped by the ``deadline``'s time left; with none left it does not start.
+    The run's timeout is capped by the question's time left; with none left it does not start.
     """
     if sql is None:
         return Execution(None, False, "error", NO_SQL_ERROR)
-    deadline = deadline or Deadline()
-    if deadline.expired:
-        return Execution(None, False, "timeout", str(deadline.error("running a candidate query")))
+    if ctx.deadline.expired:
+        return Execution(None, False, "timeout", str(ctx.deadline.error("running a candidate query")))
     passed: list[str] = ["parse"]
     try:
-        tree = parse_one_query(sql, database.profile)
+        tree = parse_one_query(sql, ctx.database.profile)
         if explain:
-            database.explain(sql)
+            ctx.explain(sql)
             passed.append("explain")
-        result = database.run_query(sql, timeout_s=deadline.cap(None))
+        result = ctx.query(sql, doing="running a candidate query")
+    except QuestionTimeoutError as error:
+        return Execution(None, False, "timeout", str(error), tuple(passed))
     except UnsafeSQLError as error:
         return Execution(None, False, "unsafe", str(error), tuple(passed))
     except QueryTimeoutError as error:
@@ -78,25 +75,20 @@ def execute_candidate(database: Database, sql: str | None, *, explain: bool = Fa
 
 
 class CandidateGenerator:
-    """Writes and runs candidates for one question, within the ``deadline`` (none: no limit)."""
+    """Writes and runs the candidates of one question (``ctx``), within its time budget."""
 
-    def __init__(self, llm: ChatModel, database: Database, options: Options,
-                 deadline: Deadline | None = None) -> None:
-        self.llm = llm
-        self.database = database
-        self.options = options
-        self.deadline = deadline or Deadline()
+    def __init__(self, ctx: QuestionContext) -> None:
+        self.ctx = ctx
+        self.database = ctx.database
+        self.options = ctx.options
 
-    def generate(
-        self,
-        question: str,
-        schema_text: str,
-        report: VerificationReport,
-        after_run: Callable[[CandidateRun], CandidateRun] | None = None,
-    ) -> list[CandidateRun]:
-        """Write, run and self-refine each candidate; ``after_run`` (e.g. verify-and-repair) may replace
-        each run once its refinement is over. When the time budget runs out, the runs so far (maybe
-        none) are returned and a note says where generation stopped."""
+    def generate(self, schema_text: str | None = None) -> list[CandidateRun]:
+        """Write, run and self-refine each candidate, the prompt showing ``schema_text`` (default: the
+        context's); then each run goes through the context's candidate checks (e.g. verify-and-repair).
+        When the time budget runs out, the runs so far (maybe none) are returned and a note says where
+        generation stopped."""
+        ctx, report = self.ctx, self.ctx.report
+        question, schema_text = ctx.question, ctx.schema_text if schema_text is None else schema_text
         prompt = generation_messages(self.database.profile, schema_text, question)
         runs: list[CandidateRun] = []
         seen: dict[str, CandidateRun] = {}
@@ -110,7 +102,7 @@ class CandidateGenerator:
                 purpose="generate",
             )
             try:
-                reply = call_model(self.llm, request, report)
+                reply = ctx.call(request)
             except QuestionTimeoutError as error:
                 report.notes.append(f"generation stopped before candidate {index}: {error}")
                 break
@@ -123,7 +115,9 @@ class CandidateGenerator:
                 continue
             candidate = Candidate(index=index, origin="greedy" if greedy else "sample", sql=_shown(reply))
             run = self._run_with_refinement(candidate, reply, question, schema_text, report, seen)
-            runs.append(after_run(run) if after_run else run)
+            for check in ctx.candidate_checks:
+                run = check(run)
+            runs.append(run)
         return runs
 
     def _run_with_refinement(
@@ -148,7 +142,7 @@ class CandidateGenerator:
             request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
                                   seed=candidate.index, purpose="refine")
             try:
-                reply = call_model(self.llm, request, report)
+                reply = self.ctx.call(request)
             except (LLMError, QuestionTimeoutError) as error:
                 report.notes.append(f"candidate {candidate.index} could not be refined: {error}")
                 break
@@ -174,7 +168,7 @@ class CandidateGenerator:
         if sql is not None and sql in seen:
             earlier = seen[sql]
             return Execution(earlier.result, earlier.ordered, "ok", None, tuple(earlier.candidate.checks))
-        return execute_candidate(self.database, sql, explain=self.options.verify, deadline=self.deadline)
+        return execute_candidate(self.ctx, sql, explain=self.options.verify)
 
 
 def _shown(reply: ChatResponse) -> str:

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from ...errors import LLMError
 from ...llm.base import ChatModel, ChatRequest, Message, messages
+from ...llm.replies import yes_no
 from ...report import VerificationReport
 from ..calls import call_model
 from .grouping import TableGroup
@@ -36,7 +37,6 @@ LINK_SYSTEM = (
     "Reply with Y if the question needs the table (or probably does), N if it does not, and nothing else."
 )
 LINK_USER = "Table:\n{table}\n\nQuestion: {question}\n\nIs this table needed? Reply Y or N."
-_YES = re.compile(r"^\W*(?:y|yes)\b", re.IGNORECASE)
 _PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _IDENTIFIER = re.compile(r"[\w$]+")
 
@@ -147,5 +147,5 @@ def model_votes(llm: ChatModel, report: VerificationReport, question: str,
         except LLMError as error:
             report.notes.append(f"schema linking: the model gave no answer ({error}); stopped asking")
             break
-        votes[index] = bool(_YES.match(reply.text))
+        votes[index] = yes_no(reply.text) is True
     return votes

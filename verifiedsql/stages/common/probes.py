@@ -4,11 +4,10 @@ what came back."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlglot import exp
 
 from ...errors import UnsafeSQLError
+from ...llm.rows import PREVIEW, render_rows
 from ...profiles import DialectProfile
 from ...results import ResultSet
 from ...safety import check_query
@@ -17,7 +16,6 @@ from .terms import TEXT_TYPE, question_terms
 
 PROBE_LIMIT = 20
 PREVIEW_ROWS = 5
-PREVIEW_CELL_CHARS = 40
 
 
 def bound_probe(sql: str, profile: DialectProfile) -> str:
@@ -34,14 +32,7 @@ def bound_probe(sql: str, profile: DialectProfile) -> str:
 
 def preview(result: ResultSet) -> str:
     """A few rows of a probe result as compact text for the next prompt."""
-    def cell(value: Any) -> str:
-        text = "NULL" if value is None else str(value)
-        return text if len(text) <= PREVIEW_CELL_CHARS else text[: PREVIEW_CELL_CHARS - 3] + "..."
-
-    head = " | ".join(result.columns)
-    rows = [" | ".join(cell(v) for v in row) for row in result.rows[:PREVIEW_ROWS]]
-    more = f"\n({result.row_count - PREVIEW_ROWS} more rows)" if result.row_count > PREVIEW_ROWS else ""
-    return f"{head}\n" + "\n".join(rows) + more if rows else f"{head}\n(no rows)"
+    return render_rows(result.columns, result.rows, PREVIEW_ROWS, PREVIEW)
 
 
 def example_probe(profile: DialectProfile, schema: Schema, question: str) -> str:

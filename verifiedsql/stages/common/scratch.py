@@ -36,8 +36,8 @@ from ...profiles import DialectProfile, all_profiles
 from ...results import ResultSet
 from ...safety import check_query
 from ...schema import Table
-from .slices import SchemaSlice
 from .slicer import TableIndex, bare_name, table_references
+from .slices import SchemaSlice
 
 __all__ = ["ROW_CAP", "TIMEOUT_S", "Scratch", "open_scratch", "type_candidates"]
 

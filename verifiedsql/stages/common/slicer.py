@@ -21,7 +21,8 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 
-from ...errors import SliceError, UnsafeSQLError
+from ... import backends
+from ...errors import SliceError, UnknownBackendError, UnsafeSQLError
 from ...profiles import DialectProfile
 from ...safety import parse_one_query
 from ...schema import Column, Schema, Table
@@ -30,17 +31,14 @@ from .slices import SchemaSlice, SliceMethod
 __all__ = ["SqlAnalysis", "TableIndex", "analyze_sql", "scratch_dialect_for", "slice_from_columns", "slice_schema",
            "table_references"]
 
-# The engine each user engine's MDDs run on (a profile name); Snowflake's run on DuckDB, transpiled.
-SCRATCH_DIALECTS = {"sqlite": "sqlite", "duckdb": "duckdb", "postgresql": "postgresql", "snowflake": "duckdb"}
-
-
 def scratch_dialect_for(profile: DialectProfile) -> str:
-    """The profile name of the scratch engine for ``profile``'s engine."""
+    """The profile name of the scratch engine for ``profile``'s engine (``Backend.scratch_dialect``:
+    Snowflake's run on DuckDB, transpiled)."""
     try:
-        return SCRATCH_DIALECTS[profile.name]
-    except KeyError:
+        return backends.backend_for(profile.name).scratch_dialect
+    except UnknownBackendError:
         raise SliceError(f"there is no scratch engine for {profile.display_name}; "
-                         f"supported: {sorted(SCRATCH_DIALECTS)}.") from None
+                         f"supported: {', '.join(backends.names())}.") from None
 
 
 def bare_name(name: str) -> str:

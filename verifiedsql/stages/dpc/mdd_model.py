@@ -19,17 +19,8 @@ from typing import Any, Protocol
 
 from ...errors import LLMError, VerifiedSQLError
 from ...llm.base import ChatModel, ChatRequest, Message
-from .prompts import (
-    RESULT_ROWS,
-    extract_json_object,
-    follow_up,
-    render_rows,
-    render_slice,
-    tester_agree_feedback,
-    tester_broken_feedback,
-    tester_invalid_feedback,
-    tester_messages,
-)
+from ...llm.replies import extract_json_object, follow_up
+from ...llm.rows import render_rows
 from ...report import VerificationReport
 from ...results import ResultSet
 from ...schema import Table
@@ -38,6 +29,14 @@ from ..calls import call_model
 from ..common.frames import ColumnKind, column_kind
 from ..common.slices import Rows, SchemaSlice
 from .data import DISTINGUISHED_BELOW, MDD
+from .prompts import (
+    RESULT_ROWS,
+    render_slice,
+    tester_agree_feedback,
+    tester_broken_feedback,
+    tester_invalid_feedback,
+    tester_messages,
+)
 
 __all__ = ["ScratchDatabase", "coerce_value", "parse_tables", "synthesize_mdd"]
 

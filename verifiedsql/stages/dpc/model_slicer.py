@@ -8,13 +8,14 @@ from collections.abc import Sequence
 
 from ...errors import LLMError, VerifiedSQLError
 from ...llm.base import ChatModel, ChatRequest
-from .prompts import extract_json_object, slicer_messages
+from ...llm.replies import extract_json_object
 from ...profiles import DialectProfile
 from ...report import VerificationReport
 from ...schema import Schema, render_schema
 from ..calls import call_model
-from ..common.slices import SchemaSlice
 from ..common.slicer import slice_from_columns
+from ..common.slices import SchemaSlice
+from .prompts import slicer_messages
 
 MAX_TOKENS = 512
 

@@ -1,18 +1,15 @@
-"""Prompt templates and reply parsers of the dual-paradigm (DPC) stages: the model tester, which writes
-a small database on which two SQL candidates disagree, and the pandas solver, which answers the question
-on that database in Python without seeing the candidates."""
+"""Prompt templates of the dual-paradigm (DPC) stages: the model tester, which writes a small database on
+which two SQL candidates disagree, the pandas solver, which answers the question on that database in Python
+without seeing the candidates, and the model slicer. Replies are read by ``llm.replies``; rows and
+DataFrames are rendered by ``llm.rows``."""
 
 from __future__ import annotations
 
-import ast
-import keyword
-import re
 from collections.abc import Sequence
-from typing import Any
 
-from ...schema import Table, render_table
 from ...llm.base import Message, messages
-from ...llm.prompts import loads_reply
+from ...llm.replies import error_tail
+from ...schema import Table, render_table
 
 # --- tester (DPC appendix A.2) -------------------------------------------------------------------
 
@@ -86,8 +83,6 @@ SOLVER_RETRY = (
     "Fix it and reply with the complete corrected code in one ```python block."
 )
 
-ERROR_TAIL_CHARS = 1500  # of a traceback or a database error shown to the model
-CELL_CHARS = 60  # longest cell text in a rendered table
 RESULT_ROWS = 10  # rows of a query result shown in tester feedback
 
 
@@ -104,63 +99,7 @@ def _slice_table(table: Table) -> str:
     return render_table(table) + (f"\n-- NOT NULL: {', '.join(required)}" if required else "")
 
 
-def cell_text(value: Any) -> str:
-    """One cell as the model sees it: NULL, quoted text, or the value."""
-    if value is None:
-        return "NULL"
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 3] + "..."
-
-
-def render_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], limit: int | None = None) -> str:
-    """A small table as text: a header line, then one ``|``-separated line per row (at most ``limit``)."""
-    shown = rows if limit is None else rows[:limit]
-    lines = [" | ".join(columns) or "(no columns)"]
-    lines += [" | ".join(cell_text(v) for v in row) for row in shown]
-    if len(rows) > len(shown):
-        lines.append(f"... ({len(rows) - len(shown)} more rows)")
-    if not rows:
-        lines.append("(no rows)")
-    return "\n".join(lines)
-
-
-def frame_variable(name: str) -> str:
-    """The expression that names a table's DataFrame in the solver's namespace."""
-    plain = name.isidentifier() and not keyword.iskeyword(name) and name not in {"pd", "np", "tables", "result"}
-    return name if plain else f"tables[{name!r}]"
-
-
-def _column_notes(table: Table, column: str) -> list[str]:
-    notes = ["primary key"] if column in table.primary_key else []
-    for fk in table.foreign_keys:
-        if column in fk.columns:
-            parent = fk.referred_columns[fk.columns.index(column)]
-            notes.append(f"references {fk.referred_table}.{parent}")
-    return notes
-
-
-def render_dataframe(table: Table, dtypes: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """One solver table: its variable, each column with dtype, SQL type and keys, then all its rows."""
-    lines = [f"DataFrame `{frame_variable(table.name)}` (table {table.name}, {len(rows)} rows), columns:"]
-    for column, dtype in zip(table.columns, dtypes):
-        notes = ", ".join([column.type, *_column_notes(table, column.name)])
-        lines.append(f"  {column.name}: {dtype} ({notes})")
-    lines.append(render_rows([c.name for c in table.columns], rows))
-    return "\n".join(lines)
-
-
-def error_tail(error: str) -> str:
-    """The end of a traceback or error message, where the cause is."""
-    error = error.strip()
-    return error if len(error) <= ERROR_TAIL_CHARS else "..." + error[-ERROR_TAIL_CHARS:]
-
-
 # --- message builders ----------------------------------------------------------------------------
-
-
-def follow_up(first: tuple[Message, ...], reply: str, feedback: str) -> tuple[Message, ...]:
-    """The first turn, the model's latest reply, then the feedback on it (earlier rounds are dropped)."""
-    return messages(first[0]["content"], feedback, [first[1], {"role": "assistant", "content": reply}])
 
 
 def tester_messages(
@@ -192,80 +131,7 @@ def solver_retry_feedback(error: str) -> str:
     return SOLVER_RETRY.format(error=error_tail(error))
 
 
-# --- reply parsing -------------------------------------------------------------------------------
-
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
-
-
-def _fenced(text: str) -> list[tuple[str, str]]:
-    """(language tag, body) of every fenced block; an unterminated last block runs to the end."""
-    return [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
-
-
-def extract_python(text: str) -> str | None:
-    """The code of the first ```python block, else of the first untagged block; None when there is none."""
-    blocks = _fenced(text)
-    for wanted in (("python", "py", "python3"), ("",)):
-        code = next((body.strip() for tag, body in blocks if tag in wanted and body.strip()), None)
-        if code:
-            return code
-    return None
-
-
-def _balanced_spans(text: str) -> list[str]:
-    """Every top-level ``{...}`` in ``text``, in order, with braces inside JSON strings ignored."""
-    spans: list[str] = []
-    depth, start, quote, escaped = 0, -1, "", False
-    for i, ch in enumerate(text):
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'" and depth:
-            quote = ch
-        elif ch == "{":
-            depth, start = depth + 1, i if depth == 0 else start
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                spans.append(text[start : i + 1])
-    return spans
-
-
-def _loads(span: str) -> Any:
-    """JSON, else a Python literal (single quotes, None/True): both parsers only read data."""
-    try:
-        return loads_reply(span)
-    except ValueError as json_error:
-        try:
-            return ast.literal_eval(span)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            raise json_error from None
-
-
-def extract_json_object(text: str) -> dict[str, Any]:
-    """The first JSON object in a reply: fenced ```json blocks first, then the first balanced ``{...}``.
-
-    Raises ``ValueError`` (with the parser's complaint) when no object can be read.
-    """
-    chunks = [body for tag, body in _fenced(text) if tag in ("json", "")] + [text]
-    first_error: ValueError | None = None
-    for chunk in chunks:
-        for span in _balanced_spans(chunk):
-            try:
-                value = _loads(span)
-            except ValueError as error:
-                first_error = first_error or error
-                continue
-            if isinstance(value, dict):
-                return value
-    if first_error is not None:
-        raise ValueError(f"the JSON could not be parsed: {first_error}")
-    raise ValueError("the reply holds no JSON object")
-
+# --- model slicer ------------------------------------------------------------------------------
 
 SLICER_SYSTEM = (
     "You read {dialect} queries and list the database columns they use.\n"

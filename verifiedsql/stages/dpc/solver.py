@@ -16,19 +16,15 @@ import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 from ...deadline import Deadline
 from ...errors import LLMError, SandboxError, SandboxUnavailableError
 from ...llm.base import ChatModel, ChatRequest, Message
-from .prompts import (
-    extract_python,
-    follow_up,
-    render_dataframe,
-    solver_messages,
-    solver_retry_feedback,
-)
+from ...llm.replies import extract_python, follow_up
+from ...llm.rows import render_dataframe
 from ...report import VerificationReport
 from ...results import ResultSet
 from ...sandbox import INCIDENT, Sandbox
 from ..calls import call_model
-from ..common.slices import Rows, SchemaSlice
 from ..common.frames import slice_frames
+from ..common.slices import Rows, SchemaSlice
+from .prompts import solver_messages, solver_retry_feedback
 
 __all__ = ["SolverOutcome", "solve"]
 
@@ -60,7 +56,8 @@ def _prompt(slice_: SchemaSlice, frames: dict[str, tuple[pd.DataFrame, Rows]], q
 def _no_sandbox(sandbox: Sandbox) -> str | None:
     if sandbox.available():
         return None
-    return NO_SANDBOX + "bubblewrap (bwrap) is missing or cannot create namespaces here, so model-written code is not run"
+    return NO_SANDBOX + ("bubblewrap (bwrap) is missing or cannot create namespaces here, so model-written code "
+                         "is not run")
 
 
 def _run(sandbox: Sandbox, code: str, frames: dict[str, pd.DataFrame], outcome: SolverOutcome) -> str | None:

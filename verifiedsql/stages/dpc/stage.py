@@ -17,27 +17,26 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...config import Options
-from ...database import Database
-from ...deadline import Deadline
 from ...errors import QuestionTimeoutError, VerifiedSQLError
-from ...llm.base import ChatModel
-from ...report import Cluster, DualParadigmTest, VerificationReport
-from ...sandbox import Sandbox
+from ...report import Cluster, DualParadigmTest
 from ...schema import Schema
 from ...softf1 import bipartite_soft_f1
-from ..base import Stage
+from ..base import Pool, Stage
 from ..cluster import Selection
+from ..common.scratch import TIMEOUT_S as SCRATCH_TIMEOUT_S
+from ..common.scratch import open_scratch
+from ..common.slicer import scratch_dialect_for, slice_schema
 from ..common.slices import SchemaSlice
-from .data import MDD
+from ..context import QuestionContext
 from ..generate import CandidateRun
+from .data import MDD
 from .mdd import find_mdd
 from .mdd_model import synthesize_mdd
 from .model_slicer import model_slice
-from ..common.scratch import open_scratch
-from ..common.slicer import scratch_dialect_for, slice_schema
 from .solver import solve
 
 SHOWN_ROWS = 30  # rows of each table or result copied into the report
+MDD_SEARCH_S = 5.0  # the deterministic search's own time budget (shortened to the question's time left)
 
 
 @dataclass(frozen=True)
@@ -75,14 +74,35 @@ def _samples(schema: Schema, slice_: SchemaSlice) -> dict[str, dict[str, tuple[A
     return found
 
 
-class DualParadigmSelector(Stage):
-    """Runs the DPC test for one question, within the ``deadline`` (none: no limit), and records it in
-    ``report.dpc``; when the time runs out the champion stands."""
+class DualParadigmTesting:
+    """Pool stage (option ``dpc``, or a tie that consensus enforcement left): the champion and the
+    challenger are run on a minimal distinguishing database and compared with a pandas solution; recorded
+    in ``report.dpc``. A tie left by consensus that the test cannot decide makes the answer unverified."""
 
-    def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport,
-                 sandbox: Sandbox | None = None, deadline: Deadline | None = None) -> None:
-        super().__init__(llm, database, options, report, deadline)
-        self.sandbox = sandbox or Sandbox()
+    name = "dpc"
+
+    def applies(self, options: Options, pool: Pool) -> bool:
+        return (options.dpc or pool.tie_unresolved) and pool.selection is not None
+
+    def run(self, ctx: QuestionContext, pool: Pool) -> Pool:
+        assert pool.selection is not None
+        selection = DualParadigmSelector(ctx).select(ctx.question, pool.runs, pool.clusters, pool.selection)
+        test = ctx.report.dpc
+        if pool.tie_unresolved and (test is None or test.status != "decided"):
+            why = test.reason if test is not None else "it did not run"
+            selection = replace(selection, confidence="unverified",
+                                reason=f"{selection.reason}; consensus not reached: the tie remained after column "
+                                       f"exploration and the dual-paradigm test could not decide ({why})")
+        return pool.with_selection(selection)
+
+
+class DualParadigmSelector(Stage):
+    """Runs the DPC test for one question, within its time budget, and records it in ``report.dpc``; when
+    the time runs out the champion stands."""
+
+    def __init__(self, ctx: QuestionContext) -> None:
+        super().__init__(ctx)
+        self.sandbox = ctx.sandbox
 
     def select(self, question: str, runs: Sequence[CandidateRun], clusters: Sequence[Cluster],
                selection: Selection) -> Selection:
@@ -115,7 +135,7 @@ class DualParadigmSelector(Stage):
     def _test(self, question: str, pair: Contenders, test: DualParadigmTest) -> bool:
         """True when the challenger wins; ``test`` is filled in as the steps go."""
         sql_a, sql_b = pair.champion.candidate.sql, pair.challenger.candidate.sql
-        schema = self.database.reflect()
+        schema = self.ctx.schema
         self.deadline.check("the dual-paradigm test's slice")
         slice_ = self._slice(question, [sql_a, sql_b], schema, test)
         if slice_ is None:
@@ -123,7 +143,7 @@ class DualParadigmSelector(Stage):
         test.slice_tables = {t.name: [c.name for c in t.columns] for t in slice_.tables}
         test.slice_method, test.transpiled = slice_.method, slice_.transpiled
         try:
-            with open_scratch(self.database, slice_) as scratch:
+            with open_scratch(self.database, slice_, timeout_s=self.ctx.seconds_for(SCRATCH_TIMEOUT_S)) as scratch:
                 scratch.dry_run([sql_a, sql_b])
                 self.deadline.check("the search for a distinguishing database")
                 mdd = self._mdd(scratch, slice_, schema, question, sql_a, sql_b)
@@ -154,7 +174,7 @@ class DualParadigmSelector(Stage):
     def _mdd(self, scratch: Any, slice_: SchemaSlice, schema: Schema, question: str, sql_a: str,
              sql_b: str) -> MDD | None:
         found = find_mdd(scratch, slice_, sql_a, sql_b, samples=_samples(schema, slice_),
-                         max_rows=self.options.mdd_max_rows)
+                         max_rows=self.options.mdd_max_rows, time_budget_s=self.ctx.seconds_for(MDD_SEARCH_S))
         if found is not None:
             return found
         return synthesize_mdd(self.llm, self.report, scratch, slice_, question, sql_a, sql_b,

@@ -13,11 +13,14 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
 from sqlglot import exp
 
 from ...profiles import DialectProfile, profile_for
 from ...safety import parse_one_query
+
+E = TypeVar("E", bound=exp.Expression)
 
 
 class ConstraintType(StrEnum):
@@ -214,8 +217,9 @@ def check_constraints(
 Check = Callable[[exp.Expression, Constraint, DialectProfile], str | None]
 
 
-def _nodes(tree: exp.Expression, *kinds: type[exp.Expression]) -> list[exp.Expression]:
-    return list(tree.find_all(*kinds))
+def _nodes(tree: exp.Expression, kind: type[E], *more: type[E]) -> list[E]:
+    """Every node of ``tree`` of the given kinds, in walk order."""
+    return [node for node in tree.find_all(kind, *more) if isinstance(node, (kind, *more))]
 
 
 def _column_tokens(column: exp.Column) -> set[str]:
@@ -322,7 +326,7 @@ def _aggregate_check(
 INT, REAL, UNKNOWN = "int", "real", "unknown"
 
 
-def _numeric_type(node: exp.Expression) -> str:
+def _numeric_type(node: exp.Expr) -> str:
     if isinstance(node, (exp.Paren, exp.Neg)):
         return _numeric_type(node.this)
     if isinstance(node, exp.Literal) and not node.is_string:

@@ -8,12 +8,13 @@ block for the generation prompt. No model is involved.
 
 from __future__ import annotations
 
-
+from ...config import Options
 from ...database import Database
 from ...errors import QueryError, QueryTimeoutError, UnsafeSQLError
 from ...report import MatchKind, ValueMatch
 from ...schema import Schema, Table
 from ..common.terms import TEXT_TYPE, question_terms
+from ..context import QuestionContext
 
 SCAN_ROWS = 10_000  # rows of a table one lookup may look at (never a full scan)
 ROWS_PER_COLUMN = 20  # distinct matching values one lookup may return
@@ -61,19 +62,20 @@ def _text_columns(schema: Schema) -> list[tuple[Table, str]]:
     return found[:MAX_COLUMNS]
 
 
-def ground_values(database: Database, schema: Schema, question: str) -> list[ValueMatch]:
+def ground_values(ctx: QuestionContext) -> list[ValueMatch]:
     """Stored values that match the question's literals, best kind first (at most MAX_MATCHES).
 
-    A lookup that the database refuses or that fails is skipped: grounding only ever adds context.
+    A lookup that the database refuses or that fails is skipped: grounding only ever adds context. Each
+    lookup is capped by the question's time left, and none starts once it is gone.
     """
-    terms = question_terms(question)
+    terms = question_terms(ctx.question)
     if not terms:
         return []
     matches: list[ValueMatch] = []
-    for table, column in _text_columns(schema):
-        sql = lookup_sql(database, table.name, column, terms)
+    for table, column in _text_columns(ctx.schema):
+        sql = lookup_sql(ctx.database, table.name, column, terms)
         try:
-            result = database.run_query(sql)
+            result = ctx.query(sql, doing="a value-grounding lookup")
         except (QueryError, QueryTimeoutError, UnsafeSQLError):
             continue
         for (value,) in result.rows:
@@ -93,3 +95,17 @@ def render_matches(matches: list[ValueMatch]) -> str:
         return ""
     lines = [f"- {m.table}.{m.column} = {_literal(m.value)} ({m.kind} match for \"{m.term}\")" for m in matches]
     return "Values found in the database (use them exactly as stored):\n" + "\n".join(lines)
+
+
+class ValueGrounding:
+    """Context stage (option ``ground_values``): the stored values matching the question's literals go
+    into ``report.value_matches`` and into the prompt."""
+
+    name = "ground"
+
+    def enabled(self, options: Options) -> bool:
+        return options.ground_values
+
+    def run(self, ctx: QuestionContext) -> None:
+        ctx.report.value_matches = ground_values(ctx)
+        ctx.add_context(render_matches(ctx.report.value_matches))

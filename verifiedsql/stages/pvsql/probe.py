@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
 from ...config import Options
-from ...database import Database
-from ...deadline import Deadline
 from ...errors import (
     LLMError,
     QueryError,
@@ -23,12 +20,13 @@ from ...errors import (
     QuestionTimeoutError,
     UnsafeSQLError,
 )
-from ...llm.base import ChatModel
-from ...llm.prompts import first_json_value, probe_messages
-from ...report import Findings, Probe, VerificationReport
+from ...llm.replies import first_json
+from ...report import Probe
 from ...schema import Schema
 from ..base import Stage
 from ..common.probes import bound_probe, example_probe, preview
+from ..context import QuestionContext
+from .prompts import probe_messages, render_findings
 
 MAX_INVALID_IN_A_ROW = 2  # a model that cannot answer in JSON twice running is not asked again
 
@@ -45,7 +43,7 @@ class ProbeDecision:
 
 def parse_decision(text: str) -> ProbeDecision | None:
     """A reply in the probing protocol, or None when it is not one (no JSON, unknown action, no SQL)."""
-    data = first_json_value(text, "{")
+    data = first_json(text, dict)
     if not isinstance(data, dict):
         return None
     action = str(data.get("action", "")).strip().lower()
@@ -68,13 +66,25 @@ def parse_decision(text: str) -> ProbeDecision | None:
     return ProbeDecision(action, sql, relevant, values)
 
 
-class Prober(Stage):
-    """Runs the probing loop for one question, within the ``deadline`` (none: no limit), and records probes
-    and findings in the report."""
+class ModelProbing:
+    """Context stage (option ``probe``): the model's probes and findings go into ``report.probes`` and
+    ``report.findings``, and what they showed into the prompt."""
 
-    def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport,
-                 deadline: Deadline | None = None) -> None:
-        super().__init__(llm, database, options, report, deadline)
+    name = "probe"
+
+    def enabled(self, options: Options) -> bool:
+        return options.probe
+
+    def run(self, ctx: QuestionContext) -> None:
+        ctx.add_context(Prober(ctx).explore(ctx.question, ctx.schema, ctx.schema_text))
+
+
+class Prober(Stage):
+    """Runs the probing loop for one question, within its time budget, and records probes and findings in
+    the report."""
+
+    def __init__(self, ctx: QuestionContext) -> None:
+        super().__init__(ctx)
         self._seen_values: set[str] = set()
         self._asked: set[str] = set()
 
@@ -119,7 +129,7 @@ class Prober(Stage):
         status, error, result = "ok", None, None
         try:
             sql = bound_probe(sql, self.database.profile)
-            result = self.database.run_query(sql, timeout_s=self.deadline.cap(self.options.probe_timeout_s))
+            result = self.ctx.query(sql, timeout_s=self.options.probe_timeout_s, doing="a probe")
         except UnsafeSQLError as failure:
             status, error = "unsafe", str(failure)
         except QueryTimeoutError as failure:
@@ -152,19 +162,3 @@ class Prober(Stage):
             if value not in self._seen_values:
                 findings.dropped_mappings[term] = findings.value_mappings.pop(term)
         findings.relevant_columns = {t: cols for t, cols in findings.relevant_columns.items() if cols}
-
-
-def render_findings(probes: list[Probe], findings: Findings) -> str:
-    """The grounding block: successful probes with a preview, value mappings, relevant columns."""
-    parts: list[str] = []
-    ran = [p for p in probes if p.status == "ok"]
-    if ran:
-        shown = "\n".join(f"- {p.sql}\n  " + p.preview.replace("\n", "\n  ") for p in ran)
-        parts.append(f"Probe results (queries already run on this database):\n{shown}")
-    if findings.value_mappings:
-        lines = "\n".join(f"- \"{term}\" is stored as '{value}'" for term, value in findings.value_mappings.items())
-        parts.append(f"Values as stored (use them exactly):\n{lines}")
-    if findings.relevant_columns:
-        lines = "\n".join(f"- {table}: {', '.join(cols)}" for table, cols in findings.relevant_columns.items())
-        parts.append(f"Relevant columns:\n{lines}")
-    return "\n\n".join(parts)

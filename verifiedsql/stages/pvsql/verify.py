@@ -9,16 +9,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...config import Options
-from ...database import Database
-from ...deadline import Deadline
 from ...errors import LLMError, QuestionTimeoutError, UnsafeSQLError
-from ...llm.base import ChatModel
-from ...llm.prompts import repair_messages
-from ...report import Repair, VerificationReport
+from ...report import Repair
 from ...results import ResultSet
 from ..base import Stage
-from .constraints import Constraint, ConstraintType, check_constraints
+from ..context import QuestionContext
 from ..generate import CandidateRun, execute_candidate, sql_of
+from .constraints import Constraint, ConstraintType, check_constraints, extract_constraints
+from .prompts import repair_messages
 
 EMPTY_NOTE = "candidate {index} returned no rows"
 EMPTY_PROBLEM = "the query returns no rows, but the question asks for rows: check filter values and joins"
@@ -41,18 +39,31 @@ class _Version:
     problems: list[str]
 
 
-class Verifier(Stage):
-    """Checks and repairs the candidates of one question, within the ``deadline`` (none: no limit);
-    ``verify`` is the generator's after-run hook."""
+class VerifyAndRepair:
+    """Context stage (option ``verify``): the question's constraints go into ``report.constraints``, and
+    every candidate is then checked and repaired (``Verifier.verify``, a candidate check)."""
 
-    def __init__(self, llm: ChatModel, database: Database, options: Options, question: str,
-                 schema_text: str, constraints: Sequence[Constraint], report: VerificationReport,
-                 deadline: Deadline | None = None) -> None:
-        super().__init__(llm, database, options, report, deadline)
-        self.question = question
-        self.schema_text = schema_text
+    name = "verify"
+
+    def enabled(self, options: Options) -> bool:
+        return options.verify
+
+    def run(self, ctx: QuestionContext) -> None:
+        constraints = extract_constraints(ctx.question)
+        ctx.report.constraints = [c.describe() for c in constraints]
+        ctx.candidate_checks.append(Verifier(ctx, constraints).verify)
+
+
+class Verifier(Stage):
+    """Checks and repairs the candidates of one question, within its time budget; the prompt shows the
+    schema text as it was when the verifier was made."""
+
+    def __init__(self, ctx: QuestionContext, constraints: Sequence[Constraint]) -> None:
+        super().__init__(ctx)
+        self.question = ctx.question
+        self.schema_text = ctx.schema_text
         self.constraints = list(constraints)
-        self.rows_expected = implies_rows(question, constraints)
+        self.rows_expected = implies_rows(ctx.question, constraints)
 
     def problems(self, sql: str, result: ResultSet) -> list[str]:
         """What ``sql`` (which ran and gave ``result``) fails to do."""
@@ -79,7 +90,7 @@ class Verifier(Stage):
             sql = self._repair(candidate.index, current_sql, current_problems)
             if sql is None or sql == current_sql:
                 break
-            execution = execute_candidate(self.database, sql, explain=True, deadline=self.deadline)
+            execution = execute_candidate(self.ctx, sql, explain=True)
             if execution.result is None:
                 current_problems = [f"the query failed: {execution.error}"]
                 candidate.repairs.append(Repair(sql, execution.status, execution.error, current_problems))

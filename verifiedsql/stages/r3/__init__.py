@@ -1,1 +1,9 @@
-"""TODO"""
+"""R3: reviewer agents, review-rebuttal-revision (papers/README: R3, section 3 and appendix A.6).
+
+Options ``review``, ``review_rounds``; report ``review``; stage ``PeerReviewStage`` (a pool stage) in
+``review.py``; prompts in ``prompts.py``.
+"""
+
+from .review import PeerReviewStage
+
+__all__ = ["PeerReviewStage"]

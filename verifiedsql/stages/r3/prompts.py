@@ -1,5 +1,6 @@
 """Prompt templates of the R3 review (review, rebuttal, revision among reviewer agents), and the parsers
-of their replies. Each ``*_messages`` function returns the message tuple for one kind of model call."""
+of their replies' protocol (read through ``llm.replies``). Each ``*_messages`` function returns the message
+tuple for one kind of model call."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ...llm.base import Message, messages
+from ...llm.prompts import generation_follow_up
+from ...llm.replies import first_json, without_fences
+from ...llm.rows import REVIEW, render_rows
 from ...profiles import DialectProfile
 from ...results import ResultSet
-from ...llm.base import Message, messages
-from ...llm.prompts import generation_messages, loads_reply
 
 TABLE_ROWS = 10  # rows of an execution result shown to reviewers and the writer
-TABLE_CELL_CHARS = 40
 
 # Used when the model gives no usable list of professions; cycled when more reviewers are asked for.
 FALLBACK_PROFESSIONS = (
@@ -56,20 +58,8 @@ FAILED_REVISION = (
 
 
 def render_table(result: ResultSet, rows: int = TABLE_ROWS) -> str:
-    """The first ``rows`` rows of a result as a small pipe table, with a line counting the rest."""
-
-    def cell(value: Any) -> str:
-        text = "NULL" if value is None else str(value).replace("\n", " ").replace("|", "/")
-        return text if len(text) <= TABLE_CELL_CHARS else text[: TABLE_CELL_CHARS - 3] + "..."
-
-    head = "| " + " | ".join(result.columns) + " |"
-    rule = "|" + "|".join("---" for _ in result.columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in result.rows[:rows]]
-    if not body:
-        return f"{head}\n{rule}\n(no rows)"
-    more = result.row_count - rows
-    tail = f"\n({more} more rows{', and more beyond the row cap' if result.truncated else ''})" if more > 0 else ""
-    return "\n".join([head, rule, *body]) + tail
+    """The first ``rows`` rows of a result as a small markdown table, with a line counting the rest."""
+    return render_rows(result.columns, result.rows, rows, REVIEW, truncated=result.truncated)
 
 
 def profession_messages(
@@ -100,33 +90,22 @@ def writer_messages(
 ) -> tuple[Message, ...]:
     """The writer's turn: its generation prompt, ``sql`` as its answer, then the result and the reviews
     (profession, verdict, explanation); ``failed`` is the last revision that did not run and its error."""
-    first = generation_messages(profile, schema_text, question)
     listed = "\n".join(f"- {profession} ({verdict}): {text[:800]}" for profession, verdict, text in reviews)
     failure = FAILED_REVISION.format(sql=failed[0], error=failed[1][:600]) if failed else ""
     user = WRITER_USER.format(dialect=profile.display_name, result=render_table(result), failure=failure,
                               reviews=listed or "(none)")
-    history: list[Message] = [first[1], {"role": "assistant", "content": f"```sql\n{sql}\n```"}]
-    return messages(first[0]["content"], user, history)
+    return generation_follow_up(profile, schema_text, question, sql, user)
 
 
-_JSON_LIST = re.compile(r"\[.*\]", re.DOTALL)
-_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 _VERDICT = re.compile(r"verdict\W{0,5}(approve[sd]?|issues?)\b", re.IGNORECASE)
-_FENCE = re.compile(r"```.*?(```|$)", re.DOTALL)
 
 
 def parse_professions(text: str, n: int) -> list[str] | None:
     """``n`` distinct professions from a JSON list (or a JSON object's values, as in the paper's
     invitation), else None."""
-    found: Any = None
-    for pattern in (_JSON_LIST, _JSON_OBJECT):
-        match = pattern.search(text)
-        if match:
-            try:
-                found = loads_reply(match.group(0))
-                break
-            except ValueError:
-                continue
+    found: Any = first_json(text, list)
+    if found is None:
+        found = first_json(text, dict)
     if isinstance(found, dict):
         found = list(found.values())
     if not isinstance(found, list):
@@ -150,4 +129,4 @@ def parse_verdict(text: str) -> tuple[str, str]:
 
 def rebuttal_of(text: str) -> str:
     """The writer's words outside its code blocks."""
-    return _FENCE.sub("", text).strip()[:1500]
+    return without_fences(text).strip()[:1500]

@@ -16,14 +16,25 @@ candidate's cluster is part of goes to it (the reviewers endorsed it), which is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import cycle, islice
 
 from ...config import Options
-from ...database import Database
-from ...deadline import Deadline
 from ...errors import LLMError, QuestionTimeoutError
-from ...llm.base import ChatModel, ChatResponse
+from ...llm.base import ChatResponse
+from ...report import (
+    Candidate,
+    Cluster,
+    ProfessionsSource,
+    Review,
+    ReviewRound,
+    ReviewVerdict,
+)
+from ...results import ResultSet
+from ..base import Pool, Stage
+from ..cluster import Selection, join_pool
+from ..context import QuestionContext
+from ..generate import CandidateRun, execute_candidate, sql_of
 from .prompts import (
     FALLBACK_PROFESSIONS,
     parse_professions,
@@ -33,18 +44,6 @@ from .prompts import (
     reviewer_messages,
     writer_messages,
 )
-from ...report import (
-    Candidate,
-    Cluster,
-    Review,
-    ReviewRound,
-    ReviewVerdict,
-    VerificationReport,
-)
-from ...results import ResultSet
-from ..base import Stage
-from ..cluster import Selection, join_pool
-from ..generate import CandidateRun, execute_candidate, sql_of
 
 STOP_APPROVED = "all reviewers approved"
 STOP_UNCHANGED = "the writer kept the SQL unchanged (consensus)"
@@ -64,15 +63,30 @@ class Reviewed:
     record: Review
 
 
-class PeerReview(Stage):
-    """Runs the R3 review of one SQL for one question, within the ``deadline`` (none: no limit)."""
+class PeerReviewStage:
+    """Pool stage (option ``review``): the selected SQL is reviewed by the R3 agents, and a revision that
+    runs joins the pool as a ``review`` candidate; recorded in ``report.review``."""
 
-    def __init__(self, llm: ChatModel, database: Database, options: Options, question: str,
-                 schema_text: str, report: VerificationReport, deadline: Deadline | None = None) -> None:
-        super().__init__(llm, database, options, report, deadline)
-        self.question = question
-        self.schema_text = schema_text
-        self.profile = database.profile
+    name = "review"
+
+    def applies(self, options: Options, pool: Pool) -> bool:
+        return options.review and pool.selection is not None
+
+    def run(self, ctx: QuestionContext, pool: Pool) -> Pool:
+        assert pool.selection is not None
+        ctx.deadline.check("the start of the review stage")
+        runs, clusters, selection = review_selection(PeerReview(ctx), pool.runs, pool.clusters, pool.selection)
+        return replace(pool, runs=runs, clusters=clusters, selection=selection)
+
+
+class PeerReview(Stage):
+    """Runs the R3 review of one SQL for one question, within its time budget."""
+
+    def __init__(self, ctx: QuestionContext) -> None:
+        super().__init__(ctx)
+        self.question = ctx.question
+        self.schema_text = ctx.schema_text
+        self.profile = ctx.database.profile
 
     def review(self, run: CandidateRun) -> Reviewed:
         """Review ``run`` (which ran) for up to ``review_rounds`` rounds."""
@@ -118,7 +132,7 @@ class PeerReview(Stage):
                 record.stop = STOP_UNCHANGED
                 break
             current.revision = revised
-            execution = execute_candidate(self.database, revised, explain=True, deadline=self.deadline)
+            execution = execute_candidate(self.ctx, revised, explain=True)
             current.status, current.error = execution.status, execution.error
             if execution.result is None:
                 failed = (revised, execution.error or execution.status)
@@ -128,7 +142,7 @@ class PeerReview(Stage):
         record.final_sql = sql
         return Reviewed(sql, result, ordered, record)
 
-    def _professions(self, sql: str) -> tuple[list[str], str]:
+    def _professions(self, sql: str) -> tuple[list[str], ProfessionsSource]:
         """``reviewers`` professions from the model, or the fallback list when its reply is unusable."""
         n = self.options.reviewers
         messages = profession_messages(self.profile, self.schema_text, self.question, sql, n)

@@ -19,11 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...config import Options
 from ...llm.base import ChatModel
 from ...report import VerificationReport
 from ...schema import Schema, render_schema
 from ..common.grouping import TableGroup, group_tables, render_group, sample_depth
 from ..common.linking import lexical_scores, link_order, model_votes, named_groups, neighbours
+from ..context import QuestionContext
 
 __all__ = ["CompressedSchema", "TableGroup", "compress_schema", "estimate_tokens", "group_tables"]
 
@@ -154,3 +156,17 @@ def _link(groups: list[TableGroup], texts: list[str], question: str, budget: int
             refused = {i for i, yes in votes.items() if not yes}
     order = [i for i in link_order(scores, named, neighbours(groups)) if i not in refused]
     return _fit(order, texts, named, budget)
+
+
+class SchemaCompression:
+    """Context stage (option ``compress_schema``): the prompt's schema text becomes the compressed one, and
+    its figures go into ``report.schema_compression``."""
+
+    name = "compress"
+
+    def enabled(self, options: Options) -> bool:
+        return options.compress_schema
+
+    def run(self, ctx: QuestionContext) -> None:
+        compressed = compress_schema(ctx.schema, ctx.question, ctx.options.prompt_budget_tokens, ctx.llm, ctx.report)
+        ctx.schema_text, ctx.report.schema_compression = compressed.text, compressed.figures()

@@ -11,7 +11,6 @@ follow). What ran becomes a preview block for the regeneration prompt.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ...errors import (
@@ -22,25 +21,20 @@ from ...errors import (
     UnsafeSQLError,
 )
 from ...llm.base import Message
-from ...llm.prompts import (
-    explore_fix_messages,
-    explore_messages,
-    extract_sql,
-    first_json_value,
-)
-from ...report import Exploration
+from ...llm.replies import extract_sql, first_json, sql_blocks
+from ...report import Exploration, LLMPurpose
 from ...schema import Schema
 from ..base import Stage
 from ..common.probes import bound_probe, example_probe, preview
+from .prompts import explore_fix_messages, explore_messages, render_explorations
 
 MAX_CORRECTIONS = 3  # self-corrections of one failing exploration query
 MAX_ERRORS_IN_A_ROW = 5  # failed exploration runs in a row that end exploration
-_FENCED_SQL = re.compile(r"```(?:sql)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
 def _json_list(text: str) -> list[Any] | None:
     """The first JSON list in ``text`` (or the first list inside the first JSON object), or None."""
-    value = first_json_value(text, "[{")
+    value = first_json(text, (list, dict))
     if isinstance(value, dict):
         return next((v for v in value.values() if isinstance(v, list)), None)
     return value if isinstance(value, list) else None
@@ -54,22 +48,13 @@ def parse_explorations(text: str, limit: int) -> list[str]:
         items = [item.get("sql") if isinstance(item, dict) else item for item in found]
         sqls = [item for item in items if isinstance(item, str)]
     else:
-        sqls = _FENCED_SQL.findall(text)
+        sqls = sql_blocks(text)
     unique: list[str] = []
     for sql in sqls:
         sql = sql.strip().rstrip(";").strip()
         if sql and sql not in unique:
             unique.append(sql)
     return unique[:limit]
-
-
-def render_explorations(explorations: list[Exploration]) -> str:
-    """The block for the regeneration prompt: every exploration query that ran, with a preview."""
-    ran = [e for e in explorations if e.status == "ok"]
-    if not ran:
-        return ""
-    shown = "\n".join(f"- {e.sql}\n  " + e.preview.replace("\n", "\n  ") for e in ran)
-    return f"Exploration results (read-only queries already run on this database):\n{shown}"
 
 
 class Explorer(Stage):
@@ -118,7 +103,7 @@ class Explorer(Stage):
                 break
         return render_explorations(self.report.exploration)
 
-    def _ask(self, request_messages: tuple[Message, ...], purpose: str, seed: int) -> str | None:
+    def _ask(self, request_messages: tuple[Message, ...], purpose: LLMPurpose, seed: int) -> str | None:
         try:
             return self.ask(request_messages, purpose, seed=seed).text
         except (LLMError, QuestionTimeoutError) as error:
@@ -130,7 +115,8 @@ class Explorer(Stage):
         entry = Exploration(sql, "ok", correction=correction)
         try:
             entry.sql = bound_probe(sql, self.database.profile)
-            result = self.database.run_query(entry.sql, timeout_s=self.deadline.cap(self.options.probe_timeout_s))
+            result = self.ctx.query(entry.sql, timeout_s=self.options.probe_timeout_s,
+                                    doing="a column exploration query")
         except UnsafeSQLError as failure:
             entry.status, entry.error = "unsafe", str(failure)
         except QueryTimeoutError as failure:

@@ -11,14 +11,13 @@ from dataclasses import dataclass
 
 import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
-from ...database import Database
-from ...deadline import Deadline
 from ...schema import Schema, Table
-from ..common.slices import Rows, SchemaSlice
+from ..common.frames import slice_frames
 from ..common.grouping import group_tables
 from ..common.linking import HIGH_SCORE_FRACTION, lexical_scores, link_order, named_groups, neighbours
 from ..common.slicer import scratch_dialect_for
-from ..common.frames import slice_frames
+from ..common.slices import Rows, SchemaSlice
+from ..context import QuestionContext
 
 MAX_TABLES = 12
 
@@ -68,16 +67,16 @@ def _reordered(columns: tuple[str, ...], rows: tuple[tuple, ...], table: Table) 
     return tuple(tuple(None if i is None else row[i] for i in order) for row in rows)
 
 
-def load_trace_data(database: Database, tables: list[Table], max_rows: int, deadline: Deadline) -> TraceData:
+def load_trace_data(ctx: QuestionContext, tables: list[Table], max_rows: int) -> TraceData:
     """Fetch at most ``max_rows`` rows of each table with ``SELECT * ... LIMIT``, through both safety layers
-    and within the deadline. ``QueryError`` and ``QueryTimeoutError`` propagate."""
+    and within the question's time left. ``QueryError`` and ``QueryTimeoutError`` propagate."""
+    database = ctx.database
     bound = min(max_rows, database.options.row_cap)
     rows: dict[str, Rows] = {}
     truncated: list[str] = []
     for table in tables:
-        deadline.check(f"fetching the rows of {table.name} for the execution trace")
         sql = f"SELECT * FROM {database.quoted_table(table.name)} LIMIT {bound + 1}"
-        result = database.run_query(sql, timeout_s=deadline.cap(None))
+        result = ctx.query(sql, doing=f"fetching the rows of {table.name} for the execution trace")
         fetched = result.rows[:bound]
         if len(result.rows) > bound or result.truncated:
             truncated.append(table.name)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ...profiles import DialectProfile
 from ...llm.base import Message, messages
-from ..dpc.prompts import error_tail
+from ...llm.prompts import dialect_hints
+from ...llm.replies import error_tail
+from ...profiles import DialectProfile
 
 STEP_SYSTEM = (
     "You answer a question about a database step by step with pandas. Each step is a few lines of Python "
@@ -82,22 +83,10 @@ def stop_messages(question: str, steps: Sequence[tuple[str, str]]) -> tuple[Mess
     return messages(STOP_SYSTEM, STOP_USER.format(question=question, trace=render_trace(steps)))
 
 
-_ANSWER = re.compile(r"[A-Za-z]+")
-
-
-def parse_yes_no(text: str) -> bool | None:
-    """True for a reply whose first word is YES, False for NO, None for anything else (strict)."""
-    word = _ANSWER.search(text)
-    if word is None:
-        return None
-    return {"yes": True, "no": False}.get(word.group(0).lower())
-
-
 def sql_messages(profile: DialectProfile, schema_text: str, question: str,
                  steps: Sequence[tuple[str, str]]) -> tuple[Message, ...]:
     """The reconstruction request: the candidate tables' DDL, the question and the verified trace."""
-    hints = "\n".join(f"- {hint}" for hint in profile.prompt_hints)
-    system = SQL_SYSTEM.format(dialect=profile.display_name, hints=hints)
+    system = SQL_SYSTEM.format(dialect=profile.display_name, hints=dialect_hints(profile))
     user = SQL_USER.format(schema=schema_text, question=question, trace=render_trace(steps),
                            dialect=profile.display_name)
     return messages(system, user)

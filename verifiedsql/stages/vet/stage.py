@@ -21,16 +21,25 @@ is skipped and says so."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...config import Options
-from ...database import Database
-from ...deadline import Deadline
 from ...errors import LLMError, QueryError, QueryTimeoutError, SandboxError, SliceError
-from ...llm.base import ChatModel
-from ..dpc.prompts import error_tail, extract_python, follow_up, render_dataframe, render_rows
+from ...llm.replies import error_tail, extract_python, follow_up, yes_no
+from ...llm.rows import render_dataframe, render_rows
+from ...report import Candidate, Cluster, Trace, TraceStep
+from ...results import ResultSet, results_equivalent
+from ...sandbox import INCIDENT
+from ...schema import render_table
+from ...similarity import Similarity, offline_similarity, unavailable_reason
+from ..base import Pool, Stage
+from ..cluster import Selection, join_pool
+from ..common.scratch import TIMEOUT_S as SCRATCH_TIMEOUT_S
+from ..common.scratch import open_scratch
+from ..context import QuestionContext
+from ..generate import CandidateRun, Execution, execute_candidate, sql_of
+from .data import TraceData, candidate_tables, load_trace_data
 from .prompts import (
-    parse_yes_no,
     question_messages,
     restated_question,
     sql_messages,
@@ -39,16 +48,6 @@ from .prompts import (
     step_repair_feedback,
     stop_messages,
 )
-from ...report import Candidate, Cluster, Trace, TraceStep, VerificationReport
-from ...results import ResultSet, results_equivalent
-from ...sandbox import INCIDENT, Sandbox
-from ...schema import render_table
-from ...similarity import Similarity, offline_similarity, unavailable_reason
-from ..base import Stage
-from ..cluster import Selection, join_pool
-from ..generate import CandidateRun, Execution, execute_candidate, sql_of
-from ..common.scratch import open_scratch
-from .data import TraceData, candidate_tables, load_trace_data
 from .steps import outside_columns, outside_tables, rows_in, sanity_problem, step_shape, with_result
 
 SQL_ATTEMPTS = 3
@@ -80,14 +79,29 @@ class Traced:
     ordered: bool
 
 
-class ExecutionTracer(Stage):
-    """Runs VET for one question within the ``deadline`` and records it in ``report.trace``."""
+class ExecutionTracing:
+    """Pool stage (option ``vet``): the question is traced step by step in pandas and a trace-verified SQL
+    joins the pool as a ``vet`` candidate; recorded in ``report.trace``."""
 
-    def __init__(self, llm: ChatModel, database: Database, options: Options, report: VerificationReport,
-                 deadline: Deadline | None = None, sandbox: Sandbox | None = None,
-                 similarity: Similarity | None = None, use_similarity: bool = True) -> None:
-        super().__init__(llm, database, options, report, deadline)
-        self.sandbox = sandbox or Sandbox()
+    name = "vet"
+
+    def applies(self, options: Options, pool: Pool) -> bool:
+        return options.vet
+
+    def run(self, ctx: QuestionContext, pool: Pool) -> Pool:
+        ctx.deadline.check("the start of the VET stage")
+        runs, clusters, selection = trace_selection(ExecutionTracer(ctx), ctx.question, pool.runs, pool.clusters,
+                                                    pool.selection)
+        return replace(pool, runs=runs, clusters=clusters, selection=selection)
+
+
+class ExecutionTracer(Stage):
+    """Runs VET for one question within its time budget and records it in ``report.trace``."""
+
+    def __init__(self, ctx: QuestionContext, similarity: Similarity | None = None,
+                 use_similarity: bool = True) -> None:
+        super().__init__(ctx)
+        self.sandbox = ctx.sandbox
         self.similarity = similarity if similarity is not None or not use_similarity else offline_similarity()
 
     def trace(self, question: str) -> Traced | None:
@@ -100,8 +114,7 @@ class ExecutionTracer(Stage):
                              "model-written code is not run")
             return None
         try:
-            data = load_trace_data(self.database, candidate_tables(self.database.reflect(), question),
-                                   self.options.vet_max_rows, self.deadline)
+            data = load_trace_data(self.ctx, candidate_tables(self.ctx.schema, question), self.options.vet_max_rows)
         except (QueryError, QueryTimeoutError, SliceError) as error:
             record.reason = f"the candidate tables could not be read: {error}"
             return None
@@ -124,8 +137,8 @@ class ExecutionTracer(Stage):
 
     def _steps(self, question: str, data: TraceData, record: Trace) -> list[StepOutput]:
         tables_text = "\n\n".join(render_dataframe(t, [str(d) for d in data.frames[t.name].dtypes],
-                                                   data.rows[t.name][:3]) for t in data.tables)
-        tables_text = tables_text.replace(" rows), columns:", " rows; 3 shown), columns:")
+                                                   data.rows[t.name][:3], count_note="; 3 shown")
+                                  for t in data.tables)
         accepted: list[StepOutput] = []
         record.stop = f"stopped after vet_steps={self.options.vet_steps} steps"
         for number in range(1, self.options.vet_steps + 1):
@@ -137,9 +150,10 @@ class ExecutionTracer(Stage):
                 record.stop = f"step {number} was not accepted after {len(step.problems)} tries"
                 break
             accepted.append(output)
-            reply = self.ask(stop_messages(question, [(s.code, s.preview()) for s in accepted]), "vet-stop", max_tokens=4)
-            verdict = parse_yes_no(reply.text)
-            step.sufficient = {True: "YES", False: "NO", None: "unclear"}[verdict]
+            shown = [(s.code, s.preview()) for s in accepted]
+            reply = self.ask(stop_messages(question, shown), "vet-stop", max_tokens=4)
+            verdict = yes_no(reply.text)
+            step.sufficient = "YES" if verdict else "NO" if verdict is False else "unclear"
             if verdict:
                 record.stop = f"the stop check answered YES after step {number}"
                 break
@@ -207,7 +221,7 @@ class ExecutionTracer(Stage):
             reply = self.ask(prompt, "vet-sql")
             sql = sql_of(reply)
             record.sql = sql
-            execution = execute_candidate(self.database, sql, explain=True, deadline=self.deadline)
+            execution = execute_candidate(self.ctx, sql, explain=True)
             problem = self._compare(sql, execution, target, data)
             if problem is None:
                 assert sql is not None and execution.result is not None
@@ -227,7 +241,8 @@ class ExecutionTracer(Stage):
         seen = execution.result
         if data.truncated:  # the trace saw only part of these tables: compare on exactly those rows
             try:
-                with open_scratch(self.database, data.slice) as scratch:
+                timeout_s = self.ctx.seconds_for(SCRATCH_TIMEOUT_S)
+                with open_scratch(self.database, data.slice, timeout_s=timeout_s) as scratch:
                     scratch.load(data.rows)
                     seen = scratch.run(sql or "")
             except (QueryError, QueryTimeoutError, SliceError) as error:

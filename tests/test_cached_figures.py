@@ -1,0 +1,161 @@
+"""Every record/replay cache the README cites replays, with no model, to the figures the README states.
+
+For each cache under ``benchmarks/runs/``, the README's own replay command runs (on a copy of the cache,
+with ``--out`` in a temporary folder) and the figures it prints must equal the table below, which must in
+turn be what the README says: EX, Pass@N (and questions, where the table has that column) in the
+section's table row of each strategy, tokens/q somewhere in the section. A cache that misses a recorded
+question loses that question (ReplayMissError counts as an error, left out of the figures), so the
+question counts catch it. The five replays run side by side (VET's sandboxed runs mostly wait); the
+slowest, issue7's, takes about 4 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+README = ROOT / "README.md"
+SPIDER = Path(os.environ.get("VERIFIEDSQL_SPIDER_DIR", ROOT.parent / "shared" / "data" / "spider_dev"))
+
+# cache folder under benchmarks/runs -> strategy -> (questions, EX %, Pass@N %, tokens/q), as the replay prints them
+EXPECTED: dict[str, dict[str, tuple[int, str, str, int]]] = {
+    "spider-sqlite-0.5b-n200": {
+        "greedy": (200, "47.5", "47.5", 1297),
+        "self-consistency": (200, "51.0", "55.5", 7072),
+    },
+    "spider-sqlite-1.5b-n200": {  # the first 36 questions; the rest miss the cache
+        "greedy": (36, "58.3", "58.3", 1219),
+        "self-consistency": (36, "66.7", "72.2", 6591),
+    },
+    "spider-sqlite-0.5b-dpc": {
+        "self-consistency": (200, "51.0", "55.5", 7072),
+        "+dpc": (200, "51.5", "55.5", 7330),
+    },
+    "spider-sqlite-0.5b-probe": {  # the first 63 questions
+        "self-consistency": (63, "58.7", "65.1", 7722),
+        "+verify": (63, "58.7", "65.1", 7991),
+        "+probe": (63, "60.3", "60.3", 10505),
+        "+probe+verify": (63, "60.3", "60.3", 10573),
+    },
+    "spider-sqlite-0.5b-issue7": {  # the first 61 questions
+        "greedy": (61, "54.1", "54.1", 1415),
+        "self-consistency": (61, "60.7", "65.6", 7782),
+        "+compress": (61, "60.7", "65.6", 7782),
+        "+consensus": (61, "60.7", "63.9", 9549),
+        "+review": (61, "60.7", "65.6", 12839),
+        "review-only": (61, "49.2", "54.1", 4871),
+        "+compress-250": (61, "49.2", "59.0", 3538),
+        "+vet": (61, "60.7", "65.6", 12800),
+        "vet-only": (61, "52.5", "54.1", 6433),
+    },
+}
+
+PRINTED = re.compile(r"^(\S+)\s+n=(\d+)\s+EX=\s*([\d.]+)%\s+Pass@N=\s*([\d.]+)%.*\btokens/q=(\d+)\b", re.MULTILINE)
+
+
+def readme_replay_commands() -> dict[str, list[str]]:
+    """cache folder -> the arguments after ``verifiedsql`` of the README's ``--replay`` command for it."""
+    commands: dict[str, list[str]] = {}
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text("utf-8"), re.DOTALL):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        for line in joined.splitlines():
+            words = shlex.split(line, comments=True)
+            if "bench" not in words or "--replay" not in words:
+                continue
+            cache = Path(words[words.index("--cache") + 1])
+            assert cache.parent.parent == Path("benchmarks/runs"), line
+            assert cache.parent.name not in commands, f"two replay commands for {cache}"
+            commands[cache.parent.name] = words[words.index("bench"):]
+    return commands
+
+
+def readme_section(name: str) -> str:
+    """From the heading above the README's first mention of the run's folder to the end of the code block
+    holding its replay command."""
+    text = README.read_text("utf-8")
+    headings, offset, fenced = [], 0, False
+    for line in text.splitlines(keepends=True):
+        fenced ^= line.startswith("```")
+        if not fenced and line.startswith("#"):
+            headings.append(offset)
+        offset += len(line)
+    first = text.index(f"benchmarks/runs/{name}/")
+    start = max(h for h in headings if h < first)
+    command = text.index(f"--cache benchmarks/runs/{name}/llm-cache.sqlite")
+    return text[start: text.index("```", command)]
+
+
+def table_row(section: str, strategy: str) -> dict[str, str]:
+    """The first table row of ``strategy`` in the section, keyed by its table's header."""
+    header: list[str] = []
+    for line in section.splitlines():
+        if not line.startswith("|"):
+            header = []
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not header:
+            header = cells
+        elif cells[0] == strategy:
+            return dict(zip(header, cells))
+    raise AssertionError(f"no table row for {strategy!r}")
+
+
+def run_replay(name: str, out: Path) -> subprocess.Popen:
+    args = readme_replay_commands()[name]
+    cache = out / "llm-cache.sqlite"  # a copy: the replay opens it in WAL mode and must not touch the committed file
+    shutil.copy(ROOT / "benchmarks" / "runs" / name / "llm-cache.sqlite", cache)
+    args[args.index("--cache") + 1] = str(cache)
+    args[args.index("--out") + 1] = str(out / "results")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIEDSQL_LLM_", "OPENAI_"))}
+    env.pop("VERIFIEDSQL_LOCAL_MODEL", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "verifiedsql.cli", *args, "--data", str(SPIDER), "--quiet"],
+        cwd=out, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def replays(tmp_path_factory):
+    """All the replays, started together; each test waits for its own."""
+    if not (SPIDER / "dev.json").exists():
+        pytest.fail(f"Spider dev data not found at {SPIDER}; set VERIFIEDSQL_SPIDER_DIR")
+    running = {name: run_replay(name, tmp_path_factory.mktemp(name)) for name in EXPECTED}
+    yield running
+    for process in running.values():
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def test_the_table_covers_every_cited_cache():
+    assert sorted(readme_replay_commands()) == sorted(EXPECTED)
+    assert sorted(EXPECTED) == sorted(p.parent.name for p in (ROOT / "benchmarks" / "runs").glob("*/llm-cache.sqlite"))
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_replay_prints_the_readme_figures(name, replays):
+    stdout, stderr = replays[name].communicate(timeout=840)
+    assert replays[name].returncode == 0, stderr[-3000:]
+    printed = {m[0]: (int(m[1]), m[2], m[3], int(m[4])) for m in PRINTED.findall(stdout)}
+    assert printed == EXPECTED[name], stdout
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_readme_states_the_replayed_figures(name):
+    section = readme_section(name)
+    for strategy, (questions, ex, pass_at_n, tokens) in EXPECTED[name].items():
+        row = table_row(section, strategy)
+        assert (row["EX"], row["Pass@N"]) == (f"{ex}%", f"{pass_at_n}%"), (name, strategy, row)
+        if "questions" in row:
+            assert row["questions"] == str(questions), (name, strategy, row)
+        number = rf"(?<![\d.])(?<!\d,){tokens:,}(?![.,]?\d)"  # 7,072 but not 17,072 or 7,0725
+        assert re.search(number, section), f"{name}: {strategy}'s {tokens:,} tokens/q is not in the README"

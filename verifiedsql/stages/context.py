@@ -1,0 +1,103 @@
+"""One question's working state, handed to every stage: the question, the database, the options, the model
+(bound to the question's deadline), the report, the sandbox, the schema and the schema text the prompts
+show. It is the one place where model calls and database queries are capped by the time left: a stage
+asks the model through ``ask``/``call`` and the database through ``query``/``explain``, never directly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..config import Options
+from ..database import Database
+from ..deadline import Deadline
+from ..llm.base import ChatModel, ChatRequest, ChatResponse, Message
+from ..llm.prompts import with_context
+from ..report import LLMPurpose, VerificationReport
+from ..results import ResultSet
+from ..sandbox import Sandbox
+from ..schema import Schema
+from .calls import call_model
+
+if TYPE_CHECKING:
+    from .generate import CandidateRun
+
+CandidateCheck = Callable[["CandidateRun"], "CandidateRun"]
+
+
+@dataclass
+class QuestionContext:
+    """Everything one question's stages share. ``llm`` is already bound to ``deadline``; ``schema_text``
+    grows as context stages add blocks to it; ``candidate_checks`` run on every candidate once its
+    self-refinement is over (PV-SQL's verify-and-repair registers one)."""
+
+    question: str
+    database: Database
+    options: Options
+    llm: ChatModel
+    report: VerificationReport
+    deadline: Deadline
+    schema: Schema
+    schema_text: str
+    candidate_checks: list[CandidateCheck] = field(default_factory=list)
+    _sandbox: Sandbox | None = None
+
+    @classmethod
+    def open(cls, question: str, database: Database, llm: ChatModel, options: Options,
+             report: VerificationReport | None = None, deadline: Deadline | None = None,
+             schema: Schema | None = None, sandbox: Sandbox | None = None) -> QuestionContext:
+        """A context for ``question``: the model is bound to ``deadline`` (none: no limit), the schema is
+        reflected unless given, and the schema text is its plain rendering until a stage changes it."""
+        from ..schema import render_schema
+
+        deadline = deadline or Deadline()
+        report = report or VerificationReport(question=question, dialect=database.profile.name)
+        schema = schema if schema is not None else database.reflect()
+        return cls(question, database, options, deadline.bind(llm), report, deadline, schema,
+                   render_schema(schema), _sandbox=sandbox)
+
+    # ------------------------------------------------------------------------------------- the model
+
+    def call(self, request: ChatRequest) -> ChatResponse:
+        """Send one request (its timeout capped by the time left) and record it in the report."""
+        return call_model(self.llm, request, self.report)
+
+    def ask(self, messages: tuple[Message, ...], purpose: LLMPurpose, *, seed: int = 0,
+            max_tokens: int | None = None) -> ChatResponse:
+        """One zero-temperature call (``max_tokens`` defaults to the option); ``LLMError`` propagates."""
+        return self.call(ChatRequest(messages=messages, temperature=0.0,
+                                     max_tokens=max_tokens or self.options.max_tokens, seed=seed, purpose=purpose))
+
+    # ---------------------------------------------------------------------------------- the database
+
+    def query(self, sql: str, *, timeout_s: float | None = None, doing: str = "a query") -> ResultSet:
+        """Run ``sql`` read-only behind both safety layers, its timeout (``timeout_s``, else the
+        statement timeout) capped by the time left; ``QuestionTimeoutError`` when none is left."""
+        self.deadline.check(doing)
+        return self.database.run_query(sql, timeout_s=self.deadline.cap(timeout_s))
+
+    def explain(self, sql: str, *, doing: str = "planning a query") -> None:
+        """Have the engine plan ``sql`` without running it, within the time left."""
+        self.deadline.check(doing)
+        self.database.explain(sql, timeout_s=self.deadline.cap(None))
+
+    def seconds_for(self, seconds: float) -> float:
+        """``seconds`` of work of the stage's own (a search, a loop), shortened to the time left."""
+        return self.deadline.cap(seconds)
+
+    # ------------------------------------------------------------------------------------ the rest
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The jail model-written pandas runs in (DPC's solver, VET's steps), made on first use."""
+        if self._sandbox is None:
+            self._sandbox = Sandbox()
+        return self._sandbox
+
+    def add_context(self, block: str) -> None:
+        """Add a block (value matches, probe findings, exploration results) to the prompts' schema text."""
+        self.schema_text = with_context(self.schema_text, block)
+
+    def note(self, text: str) -> None:
+        self.report.notes.append(text)
