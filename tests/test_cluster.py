@@ -15,14 +15,14 @@ def run(index, rows, sql=None, ordered=False):
 def test_unanimous_when_all_agree():
     runs = [run(i, [1, 2]) for i in range(3)]
     selection = select_majority(runs, cluster_runs(runs))
-    assert selection.confidence == "unanimous" and len(selection.cluster.members) == 3
+    assert selection.vote == "unanimous" and len(selection.cluster.members) == 3
 
 
 def test_majority_and_representative_is_shortest_sql():
     runs = [run(0, [1]), run(1, [2], sql="SELECT  2 -- long"), run(2, [2], sql="SELECT 2"),
             run(3, [2], sql="SELECT 2 ")]
     selection = select_majority(runs, cluster_runs(runs))
-    assert selection.confidence == "majority"
+    assert selection.vote == "majority"
     assert selection.representative.candidate.sql == "SELECT 2"
     assert [r.candidate.cluster for r in runs] == [0, 1, 1, 1]
 
@@ -31,13 +31,13 @@ def test_tie_goes_to_the_greedy_cluster_and_is_unverified():
     runs = [run(0, [1]), run(1, [2]), run(2, [2]), run(3, [1])]
     selection = select_majority(runs, cluster_runs(runs))
     assert 0 in selection.cluster.members
-    assert selection.confidence == "unverified"
+    assert selection.vote == "unverified"
 
 
 def test_failed_runs_count_as_votes_against():
     runs = [run(0, [1]), run(1, None), run(2, None)]
     selection = select_majority(runs, cluster_runs(runs))
-    assert selection.confidence == "unverified"
+    assert selection.vote == "unverified"
 
 
 def test_nothing_ran():

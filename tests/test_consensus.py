@@ -82,7 +82,7 @@ def test_a_tie_explores_regenerates_and_revotes_on_every_engine(shop_engine):
     consensus = report.consensus
     assert consensus is not None and consensus.trigger == "tie" and consensus.outcome == "resolved"
     assert consensus.rounds == 1 and [c.sql for c in consensus.first_round] == list(TIE.values())
-    assert report.confidence == "unanimous" and report.sql == DISTINCT and report.dpc is None
+    assert report.vote == "unanimous" and report.sql == DISTINCT and report.dpc is None
     assert [e.status for e in report.exploration] == ["ok", "ok"]
     assert all(e.sql.endswith(f"LIMIT {PROBE_LIMIT}") for e in report.exploration)
     assert report.exploration[0].rows == 10 and report.exploration[1].rows == 1
@@ -115,7 +115,7 @@ def test_every_candidate_failing_triggers_it(shop):
     rows, report, fake = ask(shop, failing, dict.fromkeys(range(3), DISTINCT),
                              ["SELECT DISTINCT country FROM customers"], max_refinements=0)
     assert rows == [(6,)] and report.consensus.trigger == "all-failed"
-    assert report.consensus.outcome == "resolved" and report.confidence == "unanimous"
+    assert report.consensus.outcome == "resolved" and report.vote == "unanimous"
     assert [c.status for c in report.consensus.first_round] == ["error"] * 3
     explore_prompt = next(r for r in fake.requests if r.purpose == "explore").messages[-1]["content"]
     assert "SELECT nope FROM customers" in explore_prompt and "Error:" in explore_prompt
@@ -190,7 +190,7 @@ def test_a_remaining_tie_without_a_decision_stays_unverified_and_says_so(shop, m
                              ["SELECT DISTINCT country FROM customers"])
     assert report.consensus.outcome == "undecided" and report.consensus.rounds == 1
     assert report.dpc is not None and report.dpc.status == "fallback"  # DPC ran although dpc is off
-    assert report.confidence == "unverified" and "consensus not reached" in report.reason
+    assert report.vote == "unverified" and "consensus not reached" in report.reason
     assert rows in ([(6,)], [(10,)]) and "solver" not in purposes(fake)
 
 
@@ -200,7 +200,7 @@ def test_a_remaining_tie_goes_to_the_dual_paradigm_test(shop):
                              ["SELECT DISTINCT country FROM customers"], solver=DISTINCT_CODE)
     assert rows == [(6,)], report.summary()
     assert report.consensus.outcome == "undecided" and report.dpc.status == "decided"
-    assert report.confidence == "distinguished"
+    assert report.vote == "distinguished"
     assert report.dpc.status == "decided" and purposes(fake).count("solver") == 1
 
 
@@ -219,7 +219,7 @@ def test_off_by_default_leaves_the_requests_unchanged(shop):
     assert Options().consensus is False
     _, on, fake_on = ask(shop, TIE, dict.fromkeys(range(4), DISTINCT), ["SELECT country FROM customers"])
     _, off, fake_off = ask(shop, TIE, None, [], consensus=False)
-    assert off.consensus is None and off.exploration == [] and off.confidence == "unverified"
+    assert off.consensus is None and off.exploration == [] and off.vote == "unverified"
     assert set(purposes(fake_off)) == {"generate"}
     assert [r.messages for r in fake_off.requests] == [r.messages for r in fake_on.requests[:4]]
     assert on.consensus is not None

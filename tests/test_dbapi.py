@@ -54,7 +54,7 @@ def test_question_is_answered_with_a_report(raw):
     cur.execute("How many customers are from Brazil?")
     assert cur.description[0][0] == "n" and cur.rowcount == 1
     assert cur.fetchone() == (3,) and cur.fetchone() is None
-    assert cur.verification.confidence == "unanimous"
+    assert cur.verification.vote == "unanimous"
 
 
 def test_keyword_forces_the_reading(raw):

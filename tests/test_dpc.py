@@ -43,7 +43,7 @@ def test_the_challenger_wins_when_the_solution_agrees_with_it(shop_engine):
     assert rows == [(6,)], report.summary()
     dpc = report.dpc
     assert dpc is not None and dpc.status == "decided" and dpc.winner == dpc.challenger == 1
-    assert report.sql == DISTINCT and report.confidence == "distinguished"
+    assert report.sql == DISTINCT and report.vote == "distinguished"
     assert dpc.mdd_method == "deterministic" and dpc.scores["challenger"] > dpc.scores["champion"]
     assert dpc.slice_method == "lineage" and "customers" in dpc.slice_tables
     assert dpc.transpiled == (shop_engine.dialect.name == "snowflake")
@@ -58,14 +58,14 @@ def test_the_champion_stays_when_the_solution_agrees_with_it(tmp_path):
     rows, report, _ = ask(engine, SPLIT, ALL_ROWS_CODE)
     assert rows == [(10,)] and report.sql == ALL_ROWS
     assert report.dpc.status == "decided" and report.dpc.winner == report.dpc.champion == 0
-    assert report.confidence == "distinguished"
+    assert report.vote == "distinguished"
 
 
 def test_unanimous_candidates_cost_nothing(tmp_path):
     engine = load_shop(sa.create_engine(f"sqlite:///{tmp_path / 'shop.db'}"))
     rows, report, fake = ask(engine, {0: DISTINCT, 1: DISTINCT, 2: DISTINCT}, DISTINCT_CODE)
     assert rows == [(6,)] and report.dpc.status == "unanimous"
-    assert {r.purpose for r in fake.requests} == {"generate"} and report.confidence == "unanimous"
+    assert {r.purpose for r in fake.requests} == {"generate"} and report.vote == "unanimous"
 
 
 def test_without_a_sandbox_the_solver_never_runs_and_the_champion_stands(tmp_path, monkeypatch):
@@ -74,7 +74,7 @@ def test_without_a_sandbox_the_solver_never_runs_and_the_champion_stands(tmp_pat
     monkeypatch.setattr(Sandbox, "run_pandas", lambda *a, **k: pytest.fail("code ran without a sandbox"))
     rows, report, fake = ask(engine, SPLIT, DISTINCT_CODE)
     assert rows == [(10,)] and report.dpc.status == "fallback" and "sandbox" in report.dpc.reason
-    assert report.confidence == "majority" and "solver" not in {r.purpose for r in fake.requests}
+    assert report.vote == "majority" and "solver" not in {r.purpose for r in fake.requests}
 
 
 @needs_sandbox

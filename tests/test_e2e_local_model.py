@@ -54,7 +54,7 @@ def test_engine_answers_a_spider_question_with_the_local_model(concert_singer):
     assert results_equivalent(ResultSet(("n",), tuple(rows)), expected), report.summary()
     assert len(report.candidates) == 5 and report.total_tokens > 0
     assert all(call.model.startswith("qwen2.5-coder-0.5b") for call in report.llm_calls)
-    assert report.confidence in ("unanimous", "majority", "unverified")
+    assert report.vote in ("unanimous", "majority", "unverified")
 
 
 def test_dbapi_question_with_the_local_model(concert_singer):

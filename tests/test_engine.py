@@ -34,7 +34,7 @@ def test_question_returns_an_ordinary_result_with_a_report(shop_url):
         assert list(result.keys()) == ["name"]
         report = result.verification
         assert result.all() == [("Ana Souza",), ("Bruno Lima",), ("Carla Dias",)]
-    assert report.confidence == "unanimous" and report.sql == BRAZIL
+    assert report.vote == "unanimous" and report.sql == BRAZIL
     assert len(report.candidates) == 3 and report.total_tokens == 45
     assert set(report.timings) == {"context", "generate", "select"}
 
@@ -135,7 +135,7 @@ def test_disagreement_is_reported_as_majority(shop_url):
     engine = verifiedsql.create_engine(shop_url, llm=ScriptedChatModel(by_seed(replies)), candidates=3)
     with engine.connect() as conn:
         report = conn.execute(verifiedsql.ask("Brazilians")).verification
-    assert report.confidence == "majority" and len(report.clusters) == 2
+    assert report.vote == "majority" and len(report.clusters) == 2
     assert [c.cluster for c in report.candidates] == [0, 0, 1]
 
 

@@ -28,7 +28,7 @@ def test_question_on_every_engine(shop_engine):
     rows, report, fake = ask(shop_engine, "How many customers per country?", script, candidates=4)
     assert dict(rows) == expected_counts()
     assert report.dialect == shop_engine.dialect.name
-    assert report.confidence == "majority" and report.sql == TOTALS
+    assert report.vote == "majority" and report.sql == TOTALS
     assert [c.status for c in report.candidates] == ["ok", "ok", "ok", "ok"]
     assert report.candidates[3].attempts == [BROKEN]
     assert "customer_table" in fake.requests[4].messages[-1]["content"]

@@ -32,6 +32,6 @@ def test_readme_example_runs(tmp_path, monkeypatch):
     finally:
         server.httpd.shutdown()
         server.httpd.server_close()
-    assert namespace["report"].confidence == "unanimous"
+    assert namespace["report"].vote == "unanimous"
     assert len(namespace["df"]) == 8 and namespace["cur"].verification is not None
     assert server.requests, "the example never reached the configured endpoint"

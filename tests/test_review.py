@@ -241,4 +241,4 @@ def test_the_time_budget_stops_the_review_with_the_sql_that_ran(shop_url):
 
     rows, report, _ = ask(shop_url, script(WRONG, slow, []), question_timeout_s=0.5)
     assert report.review.stop == STOP_TIME and report.review.final_sql == WRONG
-    assert rows == [(0,)] and report.confidence == "unverified"
+    assert rows == [(0,)] and report.vote == "unverified"

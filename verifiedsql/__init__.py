@@ -20,6 +20,7 @@ from .errors import (
     QuestionError,
     ReplayMissError,
     UnsafeSQLError,
+    UnverifiedAnswerError,
     VerifiedSQLError,
 )
 from .report import VerificationReport
@@ -29,6 +30,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Ask", "ConfigurationError", "EmptySchemaError", "LLMError", "LLMSettings", "ModelInstallError", "NoAnswerError",
     "NotConfiguredError", "Options", "QueryError", "QueryTimeoutError", "QuestionError",
-    "ReplayMissError", "UnsafeSQLError", "VerificationReport", "VerifiedResult", "VerifiedSQLError",
-    "ask", "create_engine",
+    "ReplayMissError", "UnsafeSQLError", "UnverifiedAnswerError", "VerificationReport", "VerifiedResult",
+    "VerifiedSQLError", "ask", "create_engine",
 ]

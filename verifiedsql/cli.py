@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .bench.cli import add_bench_commands
-from .errors import NoAnswerError, VerifiedSQLError
+from .errors import NoAnswerError, UnverifiedAnswerError, VerifiedSQLError
 from .llm.base import ChatModel, ChatRequest, ChatResponse
 from .llm.commands import add_llm_commands, run_llm_command
+from .report import CONFIDENCE_TIERS
 
 
 class ProgressChatModel:
@@ -62,6 +63,8 @@ def _ask(args: argparse.Namespace) -> int:
         values["cache"] = args.cache
     if args.schema:
         values["schema"] = args.schema
+    if args.require:
+        values["require"] = args.require
     options = Options.build(values)
     url = sa.make_url(args.url)
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
@@ -79,6 +82,16 @@ def _ask(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(error.report.to_dict(), default=str, indent=2))
         return 2
+    except UnverifiedAnswerError as error:  # the best answer is shown, marked, and the exit status says so
+        print(f"error: {error}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"columns": error.columns, "rows": [list(r) for r in error.rows],
+                              "verification": error.report.to_dict()}, default=str, indent=2))
+        else:
+            print(format_table(error.columns, error.rows))
+            print()
+            print(error.report.summary())
+        return 3
     if args.json:
         payload = {"columns": list(answer.result.columns), "rows": [list(r) for r in answer.result.rows],
                    "verification": answer.report.to_dict()}
@@ -101,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--candidates", type=int, default=5, help="candidates to generate (default 5)")
     ask.add_argument("--cache", help="record/replay cache file (read-write)")
     ask.add_argument("--schema", help="database schema/namespace to use")
+    ask.add_argument("--require", choices=list(CONFIDENCE_TIERS),
+                     help="lowest confidence tier to accept; below it the exit status is 3 (default: none)")
     ask.set_defaults(handler=_ask)
     add_llm_commands(commands)
     add_bench_commands(commands)

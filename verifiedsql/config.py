@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from .errors import ConfigurationError
+from .report import CONFIDENCE_TIERS, Confidence
 
 CacheMode = Literal["off", "readwrite", "replay"]
 LOCAL_MODELS = ("1.5b", "0.5b")
@@ -71,11 +72,15 @@ class Options:
     sample_values: int = 3
     max_question_chars: int = 4_000
     question_timeout_s: float = 600.0  # wall-time budget of one question, every stage and model call included
+    # the lowest confidence tier an answer may have; below it the question raises UnverifiedAnswerError
+    require: Confidence | None = None
     schema: str | None = None
     # PostgreSQL: run each generated query under SET LOCAL ROLE <question_role> (e.g. a role with pg_read_all_data)
     question_role: str | None = None
     max_tokens: int = 512
     ground_values: bool = False  # look question literals up in text columns; matches go into the prompt
+    # repair a failing candidate on its AST from schema facts (columns, keys, types, dialect) before refinement
+    schema_repair: bool = True  # on by default: measured on Spider dev (README, Benchmarks)
     verify: bool = False  # check each candidate that ran against the question's constraints and repair it
     max_repairs: int = 3
     probe: bool = False  # let the model run exploratory queries first; findings go into the prompt
@@ -105,6 +110,8 @@ class Options:
             raise ConfigurationError(
                 f"cache_mode={self.cache_mode!r}: use 'off', 'readwrite' or 'replay'."
             )
+        if self.require is not None and self.require not in CONFIDENCE_TIERS:
+            raise ConfigurationError(f"require={self.require!r}: use one of {', '.join(CONFIDENCE_TIERS)} (or None).")
         if self.cache_mode != "off" and self.cache_path is None:
             raise ConfigurationError(f"cache_mode={self.cache_mode!r} needs cache_path=<file>.")
         if self.question_role is not None and (not isinstance(self.question_role, str) or not self.question_role):

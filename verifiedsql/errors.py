@@ -76,6 +76,18 @@ class NoAnswerError(VerifiedSQLError):
         self.report = report
 
 
+class UnverifiedAnswerError(VerifiedSQLError):
+    """The answer's confidence tier is below the ``require`` option. The best answer is still here: its
+    ``rows``, ``columns`` and ``report`` (with the evidence)."""
+
+    def __init__(self, message: str, result: Any, report: Any) -> None:
+        super().__init__(message)
+        self.result = result
+        self.rows: list[tuple[Any, ...]] = [tuple(row) for row in result.rows]
+        self.columns: list[str] = list(result.columns)
+        self.report = report
+
+
 class QuestionTimeoutError(VerifiedSQLError):
     """The question's time budget (``question_timeout_s``) ran out before any candidate could be run;
     ``report`` shows what was done until then (None when the question never got that far)."""

@@ -12,14 +12,16 @@ from typing import Iterator
 from .config import Options
 from .database import Database
 from .deadline import Deadline
-from .errors import EmptySchemaError, NoAnswerError, QuestionError, QuestionTimeoutError
+from .errors import EmptySchemaError, NoAnswerError, QuestionError, QuestionTimeoutError, UnverifiedAnswerError
 from .llm.base import ChatModel
 from .report import VerificationReport
 from .results import ResultSet
 from .stages.base import ContextStage, Pool, PoolStage
-from .stages.cluster import Selection, cluster_runs, select_majority
+from .stages.cluster import cluster_runs, select_majority
 from .stages.context import QuestionContext
 from .stages.dpc import DualParadigmTesting
+from .stages.evidence import DEFAULT_RULE as TIER_RULE
+from .stages.evidence import gather_evidence, vote_share
 from .stages.generate import CandidateGenerator
 from .stages.pvsql import ModelProbing, ValueGrounding, VerifyAndRepair
 from .stages.r3 import PeerReviewStage
@@ -167,14 +169,28 @@ class Pipeline:
                 "errors, rephrase the question, or use a larger model.",
                 report,
             )
-        return self._finish(report, pool.selection, deadline)
+        answer = self._finish(ctx, pool, deadline)
+        self._require(answer)
+        return answer
 
-    def _finish(self, report: VerificationReport, selection: Selection, deadline: Deadline) -> Answer:
-        """The answer from the selected candidate; unverified when the time budget cut any work short."""
+    def _require(self, answer: Answer) -> None:
+        """``UnverifiedAnswerError`` when the answer's tier is below the ``require`` option."""
+        required = self.options.require
+        if required is not None and not answer.report.at_least(required):
+            raise UnverifiedAnswerError(
+                f"the answer is {answer.report.confidence!r}, below require={required!r} ({answer.report.reason}); "
+                "see the error's report for the evidence, or lower the requirement.",
+                answer.result, answer.report)
+
+    def _finish(self, ctx: QuestionContext, pool: Pool, deadline: Deadline) -> Answer:
+        """The answer from the selected candidate, with its evidence and tier; unverified when the time budget
+        cut any work short."""
+        report, selection = ctx.report, pool.selection
+        assert selection is not None
         result = selection.representative.result
         assert result is not None
         report.sql = selection.representative.candidate.sql
-        report.confidence = selection.confidence
+        report.vote = selection.vote
         report.reason = selection.reason
         report.truncated = result.truncated
         if result.truncated:
@@ -183,10 +199,12 @@ class Pipeline:
             report.notes.append(f"the answer was cut at {cap}")
         if deadline.exhausted:  # the lowest tier: a timed-out answer never claims a vote it may not have had
             report.timed_out = True
-            report.confidence = "unverified"
+            report.vote = "unverified"
             report.reason += "; the time budget ran out, so not every check was done"
             report.notes.append(
                 f"time budget exhausted after {deadline.elapsed():.1f} s (question_timeout_s="
                 f"{deadline.budget_s:g}): answered with a candidate that ran; the work still to do was skipped"
             )
+        report.evidence = gather_evidence(ctx, pool, timed_out=report.timed_out)
+        report.confidence = TIER_RULE.tier_of(report.evidence, vote_share(pool))
         return Answer(sql=report.sql, result=result, report=report)

@@ -6,7 +6,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 # "distinguished": candidates disagreed and a dual-paradigm test (DPC) on a distinguishing database chose
-Confidence = Literal["unanimous", "majority", "distinguished", "unverified"]
+Vote = Literal["unanimous", "majority", "distinguished", "unverified"]
+# how far the answer can be trusted, from the evidence (``verifiedsql.stages.evidence``), lowest first
+Confidence = Literal["unverified", "doubtful", "probable", "verified"]
+CONFIDENCE_TIERS: tuple[Confidence, ...] = ("unverified", "doubtful", "probable", "verified")
+EvidenceVerdict = Literal["for", "against", "neutral"]
 CandidateStatus = Literal["ok", "error", "unsafe", "timeout"]
 # where a candidate's SQL came from: greedy or sampled generation, the R3 review, a VET execution trace
 CandidateOrigin = Literal["greedy", "sample", "review", "vet"]
@@ -166,6 +170,8 @@ class Candidate:
     violations: list[str] = field(default_factory=list)  # unmet requirements of the final SQL (verify)
     repairs: list[Repair] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)  # checks the final SQL passed, e.g. parse, explain, run
+    # schema_repair: what the deterministic repair changed, e.g. "T2.Population -> T1.Population (column of country)"
+    fixes: list[str] = field(default_factory=list)
 
 
 ReviewVerdictKind = Literal["approve", "issues", "unclear", "unavailable"]
@@ -263,14 +269,25 @@ class Cluster:
 
 
 @dataclass
+class Evidence:
+    """One check on the chosen answer and what it says: ``for`` or ``against`` the answer, or ``neutral``."""
+
+    check: str
+    verdict: EvidenceVerdict
+    detail: str
+
+
+@dataclass
 class VerificationReport:
     """Attached to every answer as ``result.verification``."""
 
     question: str
     dialect: str
     sql: str | None = None
-    confidence: Confidence = "unverified"
+    confidence: Confidence = "unverified"  # the tier the evidence supports
     reason: str = ""
+    vote: Vote = "unverified"  # what the candidates' vote said
+    evidence: list[Evidence] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     clusters: list[Cluster] = field(default_factory=list)
     llm_calls: list[LLMCall] = field(default_factory=list)
@@ -294,7 +311,12 @@ class VerificationReport:
 
     @property
     def verified(self) -> bool:
-        return self.confidence != "unverified"
+        """The top tier: the evidence supports the answer without reservation."""
+        return self.confidence == "verified"
+
+    def at_least(self, tier: Confidence) -> bool:
+        """Whether the answer's tier is ``tier`` or higher."""
+        return CONFIDENCE_TIERS.index(self.confidence) >= CONFIDENCE_TIERS.index(tier)
 
     @property
     def prompt_tokens(self) -> int:
@@ -320,7 +342,7 @@ class VerificationReport:
             self.candidates[m].sql == self.sql for m in c.members)), None)
         votes = f"{len(chosen.members)}/{len(self.candidates)}" if chosen else f"0/{len(self.candidates)}"
         lines = [
-            f"confidence: {self.confidence} ({self.reason})" if self.reason else f"confidence: {self.confidence}",
+            f"confidence: {self.confidence}; vote: {self.vote}" + (f" ({self.reason})" if self.reason else ""),
             f"sql: {self.sql}",
             f"candidates: {len(self.candidates)} ({len(ok)} ran), clusters: {len(self.clusters)}, "
             f"votes for the answer: {votes}",
@@ -337,6 +359,7 @@ class VerificationReport:
         lines.extend(f"finding: {term!r} is stored as {value!r}"
                      for term, value in self.findings.value_mappings.items())
         lines.extend(f"constraint: {c}" for c in self.constraints)
+        lines.extend(f"repair: candidate {c.index}: " + "; ".join(c.fixes) for c in self.candidates if c.fixes)
         if self.dpc is not None:
             lines.append(f"dpc: {self.dpc.status} ({self.dpc.reason})")
         if self.review is not None:

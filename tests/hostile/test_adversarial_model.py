@@ -147,7 +147,7 @@ def test_escalating_model(dialect: str, worlds: Worlds, hostile: HostileModel, t
             assert len({sql for _, sql in hostile.served}) >= 10
             report = outcome.report
             assert outcome.answered and report.truncated and report.sql == script["generate"][1]
-            assert report.confidence == "unverified", report.confidence  # 1 of 3 ran: no majority is claimed
+            assert report.vote == "unverified", report.vote  # 1 of 3 ran: no majority is claimed
             greedy, capped, last = report.candidates
             assert greedy.status in STOPPED and last.status in STOPPED and capped.status == "ok"
             assert len(greedy.attempts) == 2 and "run" not in greedy.checks

@@ -266,7 +266,7 @@ def test_an_endless_vet_step_keeps_the_answer_within_the_budget(shop_url: str, a
     finally:
         server.close()
     assert seconds <= 3 + SLACK_S, f"the sandboxed VET step held a 3 s question for {seconds:.1f} s"
-    assert rows == BRAZIL_ROWS and report.timed_out and report.confidence == "unverified"
+    assert rows == BRAZIL_ROWS and report.timed_out and report.vote == "unverified"
     assert report.to_dict()["timed_out"] is True
 
 
@@ -285,7 +285,7 @@ def test_a_model_that_stalls_in_vet_keeps_the_answer(shop_url: str, api: Api) ->
     finally:
         server.close()
     assert seconds <= 2 + SLACK_S
-    assert rows == BRAZIL_ROWS and report.timed_out and report.confidence == "unverified"
+    assert rows == BRAZIL_ROWS and report.timed_out and report.vote == "unverified"
 
 
 @needs_sandbox

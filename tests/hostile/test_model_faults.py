@@ -111,7 +111,7 @@ def test_a_failing_model_is_retried_then_gives_llm_error(shop_url: str, server: 
 def test_a_failing_sample_leaves_the_greedy_answer_unverified(shop_url: str, server: FakeServer) -> None:
     server.script = [sql_reply(BRAZIL_SQL), Reply(200, {"choices": []})]
     rows, report = ask(engine_for(shop_url, server, candidates=2, llm_max_retries=0))
-    assert rows == BRAZIL_ROWS and report.confidence == "unverified"
+    assert rows == BRAZIL_ROWS and report.vote == "unverified"
     assert any(note.startswith("candidate 1 was not generated") for note in report.notes)
 
 
@@ -203,7 +203,7 @@ def test_out_of_time_after_a_candidate_ran_answers_unverified(shop_url: str, ser
     server.script = [sql_reply(BRAZIL_SQL), Reply(delay_s=HANG_S)]
     engine = engine_for(shop_url, server, candidates=5, question_timeout_s=2, llm_timeout_s=60)
     (rows, report), seconds = timed(lambda: ask(engine))
-    assert rows == BRAZIL_ROWS and report.confidence == "unverified"
+    assert rows == BRAZIL_ROWS and report.vote == "unverified"
     assert any(note.startswith("time budget exhausted after") for note in report.notes)
     assert len(report.candidates) == 1 and seconds <= 2 + SLACK_S
 
@@ -213,7 +213,7 @@ def test_out_of_time_during_a_repair_answers_unverified(shop_url: str, server: F
     server.responder = by_turn(sql_reply(unlimited), Reply(delay_s=HANG_S))
     engine = engine_for(shop_url, server, verify=True, question_timeout_s=2, llm_timeout_s=60)
     (rows, report), seconds = timed(lambda: ask(engine, "Show the top 2 customers by name"))
-    assert len(rows) == 10 and report.confidence == "unverified" and seconds <= 2 + SLACK_S
+    assert len(rows) == 10 and report.vote == "unverified" and seconds <= 2 + SLACK_S
     assert report.candidates[0].violations and not report.candidates[0].repairs
     assert any(note.startswith("candidate 0 could not be repaired") for note in report.notes)
 
@@ -223,7 +223,7 @@ def test_out_of_time_before_the_dual_paradigm_test_keeps_the_champion(shop_url: 
                      Reply(delay_s=HANG_S)]
     engine = engine_for(shop_url, server, candidates=3, dpc=True, question_timeout_s=2, llm_timeout_s=60)
     (rows, report), seconds = timed(lambda: ask(engine))
-    assert rows == BRAZIL_ROWS and report.confidence == "unverified" and seconds <= 2 + SLACK_S
+    assert rows == BRAZIL_ROWS and report.vote == "unverified" and seconds <= 2 + SLACK_S
     assert report.dpc is not None and report.dpc.reason.startswith("stopped: the question's time budget")
     assert any(note.startswith("time budget exhausted after") for note in report.notes)
 

@@ -87,7 +87,7 @@ def test_injected_data_reaches_the_prompt_and_nothing_harmful_runs(
 
     # one harmless candidate among obedient ones: answered, but not as verified
     report = obeyed.report
-    assert obeyed.answered and report.sql == HARMLESS and report.confidence == "unverified"
+    assert obeyed.answered and report.sql == HARMLESS and report.vote == "unverified"
     assert [c.status for c in report.candidates] == ["unsafe", "ok", "unsafe"]
     assert all(c.status in STOPPED and "run" not in c.checks for i, c in enumerate(report.candidates) if i != 1)
     assert {"explain", "run"} <= set(report.candidates[1].checks)

@@ -313,7 +313,7 @@ def test_the_public_api_falls_back_to_the_champion(label: str, world: World, tmp
         result = conn.execute(verifiedsql.ask(DPC_QUESTION))
         rows, report = result.all(), result.verification  # type: ignore[attr-defined]
     verified.dispose()
-    assert rows == [(10,)] and report.sql == ALL_ROWS and report.confidence == "majority"
+    assert rows == [(10,)] and report.sql == ALL_ROWS and report.vote == "majority"
     assert report.dpc is not None and report.dpc.status == "fallback" and report.dpc.solver_attempts == 4
     assert report.dpc.reason == "the pandas solver produced no result"
     tried = [n for n in report.notes if n.startswith("dpc: solver try")]

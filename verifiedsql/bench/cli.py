@@ -41,6 +41,24 @@ def add_bench_commands(subparsers: Any) -> None:
     spider = commands.add_parser("spider", help="Spider dev execution accuracy per strategy")
     add_spider_arguments(spider)
     spider.set_defaults(handler=run_spider_command)
+    tiers = commands.add_parser("tiers", help="fit the confidence tier rule on one seeded half of a run's "
+                                              "records, report each tier's precision and coverage on the other")
+    tiers.add_argument("records", type=Path, help="a run's JSONL records (written by `bench spider`)")
+    tiers.add_argument("--strategy", default="self-consistency", help="the strategy whose answers are rated")
+    tiers.add_argument("--seed", type=int, default=0, help="the seed of the split into halves (default 0)")
+    tiers.add_argument("--json", action="store_true", help="print the figures as JSON")
+    tiers.set_defaults(handler=run_tiers_command)
+
+
+def run_tiers_command(args: argparse.Namespace) -> int:
+    import json
+
+    from .tiers import fit_and_report, render
+
+    records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]
+    figures = fit_and_report(records, args.strategy, args.seed)
+    print(json.dumps(figures, indent=2) if args.json else render(figures))
+    return 0
 
 
 def run_spider_command(args: argparse.Namespace) -> int:

@@ -93,8 +93,20 @@ def _report_fields(report: VerificationReport | None) -> dict[str, Any]:
         "live_model_seconds": round(sum(c.seconds for c in calls if not c.cached), 4),
         "timings": dict(report.timings) if report else {},
         "confidence": report.confidence if report else None,
+        "vote": report.vote if report else None,
+        "vote_share": _vote_share(report),
+        "evidence": [[e.check, e.verdict] for e in report.evidence] if report else [],
         **_stage_fields(report),
     }
+
+
+def _vote_share(report: VerificationReport | None) -> float | None:
+    """The share of all candidates in the answer's cluster (None without an answer)."""
+    if report is None or report.sql is None or not report.candidates:
+        return None
+    chosen = next((c for c in report.clusters if any(report.candidates[m].sql == report.sql for m in c.members
+                                                     if m < len(report.candidates))), None)
+    return round(len(chosen.members) / len(report.candidates), 4) if chosen else None
 
 
 def _stage_fields(report: VerificationReport | None) -> dict[str, Any]:
@@ -155,7 +167,8 @@ def answer_one(pipeline: Pipeline, example: Example, gold: Gold, grader: Candida
     fields = _report_fields(report)
     candidates = [
         {"index": c.index, "origin": c.origin, "sql": c.sql, "status": c.status, "cluster": c.cluster,
-         "error": (c.error or "")[:300] or None, "correct": c.status == "ok" and grader.correct(c.sql)}
+         "error": (c.error or "")[:300] or None, "correct": c.status == "ok" and grader.correct(c.sql),
+         **({"fixes": list(c.fixes)} if c.fixes else {})}
         for c in (report.candidates if report else [])
     ]
     own = max(wall - fields["live_model_seconds"], 0.0)

@@ -12,6 +12,10 @@ from ..errors import ConfigurationError
 STRATEGIES: dict[str, dict[str, Any]] = {
     "greedy": {"candidates": 1},
     "self-consistency": {"candidates": 5},
+    # The same candidate requests as greedy / self-consistency: a failing candidate is first repaired from
+    # schema facts; refinement (with the unchanged prompt) only follows when no repair runs.
+    "greedy+repair": {"candidates": 1, "schema_repair": True},
+    "self-consistency+repair": {"candidates": 5, "schema_repair": True},
     # Same candidate requests as self-consistency (verify only adds repair calls), so the cache is shared.
     "+verify": {"candidates": 5, "verify": True},
     "+ground": {"candidates": 5, "ground_values": True},
@@ -49,6 +53,11 @@ def parse_strategies(text: str) -> list[str]:
     return names
 
 
+# What every strategy starts from unless it says otherwise: the stages whose default is on are off, so that a
+# strategy's name means the same pipeline as when its figures were recorded (``+repair`` turns repair on).
+BASELINE: dict[str, Any] = {"schema_repair": False}
+
+
 def strategy_options(name: str, base: Mapping[str, Any]) -> Options:
-    """The Options for strategy ``name``: ``base`` values with the strategy's overrides on top."""
-    return Options.build({**base, **STRATEGIES[name]})
+    """The Options for strategy ``name``: ``base`` values, then ``BASELINE``, with the strategy's overrides on top."""
+    return Options.build({**base, **BASELINE, **STRATEGIES[name]})

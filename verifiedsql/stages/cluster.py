@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..report import Cluster, Confidence
+from ..report import Cluster, Vote
 from ..results import Fingerprint, equivalent
 from .generate import CandidateRun
 
@@ -17,7 +17,7 @@ from .generate import CandidateRun
 class Selection:
     cluster: Cluster
     representative: CandidateRun
-    confidence: Confidence
+    vote: Vote
     reason: str
 
 
@@ -57,16 +57,16 @@ def select_majority(runs: list[CandidateRun], clusters: list[Cluster]) -> Select
     if total == 1:
         return Selection(winner, representative, "unverified", "a single candidate: nothing to compare it with")
     if len(clusters) == 1 and len(winner.members) == total and total > 1:
-        confidence: Confidence = "unanimous"
+        vote: Vote = "unanimous"
         reason = f"all {total} candidates agree"
     elif len(tied) == 1 and len(winner.members) * 2 > total:
-        confidence = "majority"
+        vote = "majority"
         reason = f"{len(winner.members)} of {total} candidates agree"
     else:
-        confidence = "unverified"
+        vote = "unverified"
         how = "a tie broken by the greedy candidate" if len(tied) > 1 else "no majority"
         reason = f"{len(winner.members)} of {total} candidates agree ({how})"
-    return Selection(winner, representative, confidence, reason)
+    return Selection(winner, representative, vote, reason)
 
 
 def join_pool(runs: list[CandidateRun], new_run: CandidateRun,

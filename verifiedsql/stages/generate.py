@@ -1,11 +1,17 @@
 """Candidate generation: one greedy and N-1 sampled SQL queries, each run read-only and
-self-refined with the database's error message when it fails (at most ``max_refinements`` times)."""
+self-refined with the database's error message when it fails (at most ``max_refinements`` times).
+No work is done twice for a question (``Tried``): the same SQL (``sql_key``) is run once and refined once,
+and a refinement that gives back SQL that already failed ends that candidate's refinement."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+
+from sqlglot import Dialect, TokenType
+from sqlglot.errors import SqlglotError
 
 from ..errors import LLMError, QueryError, QueryTimeoutError, QuestionTimeoutError, UnsafeSQLError
+from ..functions import UNKNOWN as UNKNOWN_FUNCTION
 from ..llm.base import ChatRequest, ChatResponse, Message
 from ..llm.prompts import generation_messages, refinement_messages
 from ..llm.replies import extract_sql, has_closed_fence
@@ -13,7 +19,13 @@ from ..report import Candidate, CandidateStatus, VerificationReport
 from ..results import ResultSet
 from ..safety import outermost_orders, parse_one_query
 from .context import QuestionContext
+from .repair import repair_failure
 
+# Tokens whose text is kept as written in ``sql_key``: names, literals, parameters (the rest are keywords,
+# operators and punctuation, compared without case).
+_AS_WRITTEN = {TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING, TokenType.NUMBER, TokenType.NATIONAL_STRING,
+               TokenType.RAW_STRING, TokenType.BIT_STRING, TokenType.HEX_STRING, TokenType.BYTE_STRING,
+               TokenType.HEREDOC_STRING, TokenType.UNICODE_STRING, TokenType.PARAMETER}
 NO_SQL_ERROR = "the reply contained no SQL query"
 CUT_OFF_ERROR = "the reply was cut off at max_tokens={max_tokens} before its SQL was complete"
 
@@ -34,6 +46,38 @@ class Execution:
     status: CandidateStatus
     error: str | None
     checks: tuple[str, ...] = ()  # the checks the SQL passed, in order
+
+
+@dataclass
+class Tried:
+    """What the candidates of one question have tried, by SQL as ``sql_key`` normalizes it: the outcome of
+    every statement run (failures too: the same SQL is never run twice), and where each candidate that
+    ran a statement ended up after its refinements (the same SQL is never refined twice)."""
+
+    dialect: str | None
+    runs: dict[str, Execution] = field(default_factory=dict)
+    ends: dict[str, CandidateRun] = field(default_factory=dict)
+
+    def key(self, sql: str) -> str:
+        return sql_key(sql, self.dialect)
+
+    def ended(self, sql: str | None) -> CandidateRun | None:
+        """The outcome of the candidate whose refinements went through ``sql``, if one did."""
+        return None if sql is None else self.ends.get(self.key(sql))
+
+    def failed(self, sql: str) -> bool:
+        """Whether ``sql`` was run for this question and failed."""
+        earlier = self.runs.get(self.key(sql))
+        return earlier is not None and earlier.status != "ok"
+
+    def end(self, run: CandidateRun) -> None:
+        """``run`` is where its candidate ended: so it is for every SQL the candidate ran on the way."""
+        snapshot = CandidateRun(replace(run.candidate, attempts=list(run.candidate.attempts),
+                                        checks=list(run.candidate.checks), fixes=list(run.candidate.fixes)),
+                                run.result, run.ordered)
+        for sql in (*run.candidate.attempts, run.candidate.sql):
+            if (key := self.key(sql)) in self.runs:
+                self.ends.setdefault(key, snapshot)
 
 
 def sql_of(reply: ChatResponse) -> str | None:
@@ -91,7 +135,7 @@ class CandidateGenerator:
         question, schema_text = ctx.question, ctx.schema_text if schema_text is None else schema_text
         prompt = generation_messages(self.database.profile, schema_text, question)
         runs: list[CandidateRun] = []
-        seen: dict[str, CandidateRun] = {}
+        seen = Tried(self.database.profile.sqlglot_dialect)
         for index in range(self.options.candidates):
             greedy = index == 0
             request = ChatRequest(
@@ -127,10 +171,16 @@ class CandidateGenerator:
         question: str,
         schema_text: str,
         report: VerificationReport,
-        seen: dict[str, CandidateRun],
+        seen: Tried,
     ) -> CandidateRun:
+        if (shared := seen.ended(sql_of(reply))) is not None:  # the same SQL as an earlier candidate's
+            report.notes.append(f"candidate {candidate.index}: the same SQL as candidate {shared.candidate.index}, "
+                                "whose outcome it shares (not run or refined again)")
+            return _adopted(candidate, shared, seen)
         for attempt in range(self.options.max_refinements + 1):
             execution = self._execute_once(reply, seen)
+            if self.options.schema_repair and _repairable(execution):
+                execution = self._repair(candidate, execution)
             candidate.status, candidate.error = execution.status, execution.error
             candidate.checks = list(execution.checks)
             if execution.status == "ok" or attempt == self.options.max_refinements:
@@ -146,29 +196,88 @@ class CandidateGenerator:
             except (LLMError, QuestionTimeoutError) as error:
                 report.notes.append(f"candidate {candidate.index} could not be refined: {error}")
                 break
-            if _shown(reply) == candidate.sql:
-                # The same request would get the same answer again: no progress, stop asking.
+            if _shown(reply) == candidate.sql or seen.failed(_shown(reply)):
+                # The same request would get the same answer again: no progress, stop asking. SQL that
+                # failed before (for any candidate) is neither run nor refined again.
                 candidate.attempts.pop()
-                report.notes.append(f"candidate {candidate.index}: the refinement repeated the failing SQL")
+                report.notes.append(f"candidate {candidate.index}: the refinement repeated the failing SQL"
+                                    if _shown(reply) == candidate.sql else
+                                    f"candidate {candidate.index}: the refinement returned SQL that already failed")
                 break
             candidate.sql = _shown(reply)
         run = CandidateRun(candidate, execution.result, execution.ordered)
         if execution.result is not None:
             candidate.row_count = execution.result.row_count
             candidate.truncated = execution.result.truncated
-            seen[candidate.sql] = run
+        seen.end(run)
         return run
 
-    def _execute_once(self, reply: ChatResponse, seen: dict[str, CandidateRun]) -> Execution:
-        """Run the reply's SQL, reusing the result of an identical candidate that already ran; a reply cut
-        off inside its SQL is not run."""
+    def _repair(self, candidate: Candidate, failed: Execution) -> Execution:
+        """Deterministic schema-aware repair of the candidate's failing SQL (``schema_repair``), before any
+        refinement: the first repair that runs through both safety layers becomes the candidate's SQL, the
+        failing one goes to its attempts and what changed to its fixes. When none runs, ``failed`` stands
+        and refinement goes on with the failing SQL and its error, as without repair."""
+        profile = self.database.profile
+        repaired = repair_failure(self.ctx.schema, profile.sqlglot_dialect, profile.name, candidate.sql,
+                                  failed.error or "",
+                                  lambda sql: execute_candidate(self.ctx, sql, explain=self.options.verify))
+        if repaired is None:
+            return failed
+        candidate.attempts.append(candidate.sql)
+        candidate.sql = repaired.sql
+        candidate.fixes.extend(repaired.fixes)
+        return replace(repaired.execution, checks=(*repaired.execution.checks, "repair"))
+
+    def _execute_once(self, reply: ChatResponse, seen: Tried) -> Execution:
+        """Run the reply's SQL, or share the outcome of the same SQL run before for this question (failures
+        too); a reply cut off inside its SQL is not run."""
         sql = sql_of(reply)
         if sql is None and reply.truncated:
             return Execution(None, False, "error", CUT_OFF_ERROR.format(max_tokens=self.options.max_tokens))
-        if sql is not None and sql in seen:
-            earlier = seen[sql]
-            return Execution(earlier.result, earlier.ordered, "ok", None, tuple(earlier.candidate.checks))
-        return execute_candidate(self.ctx, sql, explain=self.options.verify)
+        if sql is None:
+            return execute_candidate(self.ctx, sql, explain=self.options.verify)
+        key = seen.key(sql)
+        if key not in seen.runs:
+            seen.runs[key] = execute_candidate(self.ctx, sql, explain=self.options.verify)
+        return seen.runs[key]
+
+
+def _repairable(execution: Execution) -> bool:
+    """A failure the deterministic repair may fix: the engine's error, or the function allowlist's refusal
+    of a function the engine does not have (a mistake, not a danger); not a timeout, a reply without SQL,
+    or any other refusal."""
+    error = execution.error or ""
+    if execution.status == "unsafe":
+        return UNKNOWN_FUNCTION in error
+    return execution.status == "error" and error != NO_SQL_ERROR and not error.startswith(CUT_OFF_ERROR[:30])
+
+
+def sql_key(sql: str, dialect: str | None) -> str:
+    """``sql`` without what cannot change its result: whitespace, comments, trailing semicolons and the case
+    of keywords (by sqlglot's tokenizer for ``dialect``); names, literals and function names are kept as
+    written, since they name the result's columns."""
+    try:
+        tokens = Dialect.get_or_raise(dialect).tokenize(sql)
+    except (SqlglotError, ValueError):
+        return " ".join(sql.replace(";", " ; ").split()).rstrip("; ")
+    while tokens and tokens[-1].token_type == TokenType.SEMICOLON:
+        tokens.pop()
+    return "\x00".join(f"{token.token_type.name}:{token.text}" if token.token_type in _AS_WRITTEN
+                       else token.text.upper() for token in tokens)
+
+
+def _adopted(candidate: Candidate, shared: CandidateRun, seen: Tried) -> CandidateRun:
+    """``candidate`` given the outcome of ``shared``, an earlier candidate that ran the same SQL: its own
+    text where that is where the earlier one ended, else the earlier one's way on from that SQL."""
+    earlier, own = shared.candidate, seen.key(candidate.sql)
+    keys = [seen.key(sql) for sql in earlier.attempts]
+    if own in keys:  # the earlier candidate went on from this SQL: so does this one
+        candidate.attempts = [candidate.sql, *earlier.attempts[keys.index(own) + 1:]]
+        candidate.sql = earlier.sql
+    candidate.status, candidate.error, candidate.checks = earlier.status, earlier.error, list(earlier.checks)
+    candidate.fixes = list(earlier.fixes)
+    candidate.row_count, candidate.truncated = earlier.row_count, earlier.truncated
+    return CandidateRun(candidate, shared.result, shared.ordered)
 
 
 def _shown(reply: ChatResponse) -> str:

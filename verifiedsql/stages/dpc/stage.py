@@ -90,7 +90,7 @@ class DualParadigmTesting:
         test = ctx.report.dpc
         if pool.tie_unresolved and (test is None or test.status != "decided"):
             why = test.reason if test is not None else "it did not run"
-            selection = replace(selection, confidence="unverified",
+            selection = replace(selection, vote="unverified",
                                 reason=f"{selection.reason}; consensus not reached: the tie remained after column "
                                        f"exploration and the dual-paradigm test could not decide ({why})")
         return pool.with_selection(selection)
@@ -124,7 +124,7 @@ class DualParadigmSelector(Stage):
             test.tokens = sum(c.prompt_tokens + c.completion_tokens for c in self.report.llm_calls[calls_before:])
         if not chose_challenger:
             if test.status == "decided":
-                return replace(selection, confidence="distinguished",
+                return replace(selection, vote="distinguished",
                                reason=f"{selection.reason}; the dual-paradigm test kept it ({test.reason})")
             return selection
         by_index = {run.candidate.index: run for run in runs}

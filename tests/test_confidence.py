@@ -1,0 +1,141 @@
+"""Evidence for the chosen answer and the confidence tier it supports, and ``require=`` on every front end:
+a scripted model on real engines."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from fakes import ScriptedChatModel, ask, by_seed, fenced
+
+import verifiedsql
+import verifiedsql.dbapi
+from verifiedsql.errors import ConfigurationError, UnverifiedAnswerError
+from verifiedsql.report import Evidence
+from verifiedsql.stages.evidence import TierRule
+
+BRAZIL = "SELECT name FROM customers WHERE country = 'Brazil' ORDER BY name"
+NOBODY = "SELECT name FROM customers WHERE country = 'Atlantis'"
+NULL_MAX = "SELECT MAX(amount) FROM orders WHERE status = 'lost'"
+CONSTANT = "SELECT 'Bonjour' AS greeting"
+OTHER = "SELECT name FROM customers WHERE country = 'USA' ORDER BY name"
+
+
+def verdicts(report) -> dict[str, str]:
+    return {e.check: e.verdict for e in report.evidence}
+
+
+def test_a_unanimous_answer_with_rows_is_verified(shop_engine):
+    rows, report, _ = ask(shop_engine, "Who are the customers from Brazil?", lambda r: fenced(BRAZIL))
+    assert len(rows) == 2 and report.vote == "unanimous"
+    assert report.confidence == "verified" and report.verified and report.at_least("probable")
+    assert verdicts(report) == {"vote": "for"}
+    assert "5 of 5 candidates" in report.evidence[0].detail
+
+
+def test_an_answer_made_of_constants_is_never_trusted(shop_engine):
+    rows, report, _ = ask(shop_engine, "How do you say hello in French?", lambda r: fenced(CONSTANT))
+    assert rows == [("Bonjour",)] and report.vote == "unanimous"
+    assert report.confidence == "unverified" and verdicts(report)["tables"] == "against"
+
+
+def test_an_empty_unanimous_result_is_doubtful(shop_engine_sqlite):
+    rows, report, _ = ask(shop_engine_sqlite, "Customers from Atlantis?", lambda r: fenced(NOBODY))
+    assert rows == [] and report.vote == "unanimous"
+    assert report.confidence == "doubtful" and verdicts(report)["result"] == "against"
+
+
+def test_a_null_aggregate_is_doubtful(shop_engine_sqlite):
+    rows, report, _ = ask(shop_engine_sqlite, "Largest lost order?", lambda r: fenced(NULL_MAX))
+    assert rows == [(None,)] and report.confidence == "doubtful"
+    assert any(e.check == "result" and "NULL" in e.detail for e in report.evidence)
+
+
+def test_a_majority_is_probable_and_a_tie_doubtful(shop_engine_sqlite):
+    _, majority, _ = ask(shop_engine_sqlite, "Customers from Brazil?",
+                         by_seed({0: BRAZIL, 1: BRAZIL, 2: BRAZIL, 3: OTHER, 4: OTHER}))
+    assert majority.vote == "majority" and majority.confidence == "probable"
+    _, tie, _ = ask(shop_engine_sqlite, "Customers from Brazil?", by_seed({0: BRAZIL, 1: OTHER}), candidates=2)
+    assert tie.vote == "unverified" and tie.confidence == "doubtful" and verdicts(tie)["vote"] == "against"
+
+
+def test_a_single_candidate_has_no_vote_to_show(shop_engine_sqlite):
+    _, report, _ = ask(shop_engine_sqlite, "Customers from Brazil?", lambda r: fenced(BRAZIL), candidates=1)
+    assert verdicts(report)["vote"] == "neutral" and report.confidence == "doubtful"
+
+
+def test_failed_candidates_count_against_the_vote_share(shop_engine_sqlite):
+    script = by_seed({0: BRAZIL, 1: BRAZIL, 2: "SELECT nme FROM customers", 3: "SELECT nme FROM customers",
+                      4: "SELECT nme FROM customers"})
+    _, report, _ = ask(shop_engine_sqlite, "Customers from Brazil?", script, max_refinements=0)
+    assert len(report.clusters) == 1  # the two that ran agree, but they are 2 of 5
+    assert verdicts(report)["vote"] == "against" and report.confidence == "doubtful"
+
+
+def test_the_tier_rule_is_ordered():
+    rule = TierRule(verified_share=0.8)
+    vote = Evidence("vote", "for", "")
+    assert rule.tier_of([vote], 0.8) == "verified"
+    assert rule.tier_of([vote], 0.6) == "probable"
+    assert rule.tier_of([vote, Evidence("result", "against", "")], 1.0) == "doubtful"
+    assert rule.tier_of([vote, Evidence("time", "against", "")], 1.0) == "unverified"
+    assert rule.tier_of([Evidence("vote", "neutral", ""), Evidence("dpc", "for", "")], 1.0) == "probable"
+
+
+# ------------------------------------------------------------------------------------------ require=
+
+
+def test_require_raises_with_the_best_answer_on_the_engine(shop_engine_sqlite):
+    model = ScriptedChatModel(by_seed({0: BRAZIL, 1: BRAZIL, 2: BRAZIL, 3: OTHER, 4: OTHER}))
+    verified = verifiedsql.create_engine(shop_engine_sqlite.url, llm=model, require="verified")
+    try:
+        with verified.connect() as conn, pytest.raises(UnverifiedAnswerError) as info:
+            conn.execute(verifiedsql.ask("Customers from Brazil?"))
+    finally:
+        verified.dispose()
+    error = info.value
+    assert error.report.confidence == "probable" and "below require='verified'" in str(error)
+    assert error.columns == ["name"] and len(error.rows) == 2 and error.report.sql == BRAZIL
+
+
+def test_require_is_met_by_a_verified_answer(shop_engine_sqlite):
+    rows, report, _ = ask(shop_engine_sqlite, "Customers from Brazil?", lambda r: fenced(BRAZIL), require="verified")
+    assert len(rows) == 2 and report.verified
+
+
+def test_require_through_the_plugin(shop_engine_sqlite):
+    model = ScriptedChatModel(lambda r: fenced(NOBODY))
+    engine = sa.create_engine(shop_engine_sqlite.url, plugins=["verifiedsql"],
+                              verifiedsql={"require": "probable"}, verifiedsql_llm=model)
+    try:
+        with engine.connect() as conn, pytest.raises(UnverifiedAnswerError) as info:
+            conn.execute(verifiedsql.ask("Customers from Atlantis?"))
+    finally:
+        engine.dispose()
+    assert info.value.rows == [] and info.value.report.confidence == "doubtful"
+
+
+def test_require_through_the_dbapi(shop_engine_sqlite):
+    import sqlite3
+
+    raw = sqlite3.connect(shop_engine_sqlite.url.database)
+    conn = verifiedsql.dbapi.connect(raw, llm=ScriptedChatModel(lambda r: fenced(CONSTANT)), require="doubtful")
+    try:
+        with pytest.raises(UnverifiedAnswerError) as info:
+            conn.cursor().execute("How do you say hello in French?")
+    finally:
+        conn.close()
+    assert info.value.rows == [("Bonjour",)] and info.value.report.confidence == "unverified"
+
+
+def test_an_unknown_tier_is_a_configuration_error(shop_engine_sqlite):
+    with pytest.raises(ConfigurationError, match="require='certain'"):
+        verifiedsql.create_engine(shop_engine_sqlite.url, llm=ScriptedChatModel([]), require="certain")
+
+
+@pytest.fixture
+def shop_engine_sqlite(tmp_path):
+    from backends import load_shop
+
+    engine = load_shop(sa.create_engine(f"sqlite:///{tmp_path / 'shop.db'}"))
+    yield engine
+    engine.dispose()

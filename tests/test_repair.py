@@ -1,0 +1,271 @@
+"""Deterministic schema-aware repair (``schema_repair``): a candidate the engine rejects is repaired from
+schema facts before any refinement, on every engine, with a scripted model.
+
+Each repair class: the model's broken SQL answers correctly with no refinement call, and the fix is
+recorded. An error no rule can repair goes to refinement with the prompt it has without the option. The
+type-aware classes run on PostgreSQL (and DuckDB, which refuses mixed types too) with tables added here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from fakes import ScriptedChatModel, ask, fenced
+
+from verifiedsql.report import VerificationReport
+from verifiedsql.schema import Column, ForeignKey, Schema, Table
+from verifiedsql.stages.repair import proposals
+
+QUESTION = "A question the model answers with broken SQL?"
+
+
+def rows_of(engine: sa.Engine, sql: str) -> list[tuple[Any, ...]]:
+    with engine.connect() as conn:
+        return sorted(tuple(row) for row in conn.execute(sa.text(sql)))
+
+
+def repaired(engine: sa.Engine, broken: str, **options: Any) -> tuple[list[tuple[Any, ...]], VerificationReport,
+                                                                      ScriptedChatModel]:
+    """Ask with one greedy candidate whose SQL is ``broken``; any refinement request fails the test."""
+    model = ScriptedChatModel([fenced(broken)])
+    rows, report, model = ask(engine, QUESTION, model, candidates=1, schema_repair=True, **options)
+    return sorted(rows), report, model
+
+
+def assert_repaired(report: VerificationReport, model: ScriptedChatModel, broken: str, *fragments: str) -> None:
+    """One generation call and no refinement; the broken SQL is kept as an attempt, the fix is recorded."""
+    assert model.purposes() == ["generate"]
+    candidate = report.candidates[0]
+    assert candidate.status == "ok", candidate.error
+    assert candidate.attempts == [broken]
+    assert candidate.checks[-1] == "repair" and "run" in candidate.checks
+    assert candidate.fixes, "the repair says what it changed"
+    text = " | ".join(candidate.fixes)
+    for fragment in fragments:
+        assert fragment in text, text
+    assert report.sql == candidate.sql != broken
+
+
+# ------------------------------------------------------------------------------------ the columns
+
+def test_qualifier_moves_to_the_joined_table_that_has_the_column(shop_engine):
+    broken = ("SELECT T2.country, COUNT(*) FROM orders AS T1 JOIN customers AS T2 ON T1.customer_id = T2.id "
+              "WHERE T2.status = 'shipped' GROUP BY T2.country")
+    rows, report, model = repaired(shop_engine, broken)
+    assert rows == rows_of(shop_engine, broken.replace("T2.status", "T1.status"))
+    assert_repaired(report, model, broken, "T2.status -> T1.status (column of orders)")
+    assert "repair: candidate 0: T2.status -> T1.status (column of orders)" in report.summary()
+
+
+def test_a_foreign_key_name_on_the_referenced_table_becomes_its_key(shop_engine):
+    broken = "SELECT T1.customer_id, T1.name FROM customers AS T1 WHERE T1.country = 'Japan'"
+    rows, report, model = repaired(shop_engine, broken)
+    assert rows == [(7, "Customer 7")]
+    assert_repaired(report, model, broken, "T1.customer_id -> T1.id")
+
+
+def test_a_column_of_a_referenced_table_is_joined_through_the_foreign_key(shop_engine):
+    broken = "SELECT COUNT(*) FROM orders WHERE country = 'USA'"
+    rows, report, model = repaired(shop_engine, broken)
+    expected = "SELECT COUNT(*) FROM orders JOIN customers ON orders.customer_id = customers.id WHERE country = 'USA'"
+    assert rows == rows_of(shop_engine, expected) and rows[0][0] > 0
+    assert_repaired(report, model, broken, "country -> customers.country", "orders.customer_id = customers.id")
+
+
+def test_the_table_with_every_named_column_replaces_the_one_read(shop_engine):
+    broken = "SELECT amount, status FROM customers WHERE id = 3"
+    rows, report, model = repaired(shop_engine, broken)
+    assert rows == rows_of(shop_engine, "SELECT amount, status FROM orders WHERE id = 3")
+    assert_repaired(report, model, broken, "FROM customers -> FROM orders")
+
+
+def test_an_ambiguous_column_takes_the_table_the_join_makes_equal(shop_engine):
+    regions = sa.Table("regions", sa.MetaData(), sa.Column("country", sa.Text, primary_key=True),
+                       sa.Column("region", sa.Text))
+    with shop_engine.begin() as conn:
+        regions.create(conn)
+        conn.execute(regions.insert(), [{"country": c, "region": r} for c, r in
+                                        [("Brazil", "South"), ("USA", "North"), ("Canada", "North")]])
+    broken = ("SELECT country, COUNT(*) FROM customers JOIN regions ON customers.country = regions.country "
+              "WHERE region = 'North' GROUP BY country")
+    rows, report, model = repaired(shop_engine, broken)
+    assert rows == [("Canada", 1), ("USA", 3)]
+    assert_repaired(report, model, broken, "country -> customers.country (equal to the others by the join)")
+
+
+# -------------------------------------------------------------------------------- the identifiers
+
+def test_near_misses_of_a_table_and_a_column(shop_engine):
+    broken = "SELECT name FROM customer WHERE countries = 'Japan'"
+    rows, report, model = repaired(shop_engine, broken)
+    assert rows == [("Customer 7",)]
+    assert_repaired(report, model, broken, "table customer -> customers", "countries -> customer.country")
+
+
+def test_case_and_quoting_on_postgresql(engine_factory):
+    engine = engine_factory("postgresql")
+    with engine.begin() as conn:
+        conn.execute(sa.text('CREATE TABLE city ("Name" TEXT, "Population" BIGINT)'))
+        conn.execute(sa.text("INSERT INTO city VALUES ('Oslo', 700000), ('Bergen', 290000)"))
+    broken = "SELECT Name FROM city WHERE Population > 500000"
+    rows, report, model = repaired(engine, broken)
+    assert rows == [("Oslo",)]
+    assert_repaired(report, model, broken, 'Name -> city."Name"', 'Population -> city."Population"')
+
+
+# ---------------------------------------------------------------------------------- the functions
+
+def test_a_mysql_function_is_written_in_the_engines_dialect(shop_engine):
+    broken = "SELECT name FROM customers WHERE DATE_FORMAT(joined, '%Y') = '2020' AND country = 'USA'"
+    rows, report, model = repaired(shop_engine, broken)
+    assert rows == [("Customer 3",), ("Customer 6",), ("Customer 9",)]
+    assert_repaired(report, model, broken, "DATE_FORMAT(joined, '%Y') -> ")
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_year_becomes_the_engines_date_part(engine_factory, dialect):
+    from backends import load_shop
+    engine = load_shop(engine_factory(dialect))
+    broken = "SELECT name FROM customers WHERE YEAR(joined) = 2020 AND country = 'USA'"
+    rows, report, model = repaired(engine, broken)
+    assert rows == [("Customer 3",), ("Customer 6",), ("Customer 9",)]
+    assert_repaired(report, model, broken, "YEAR(joined) -> ")
+
+
+# -------------------------------------------------------------------------------------- the types
+
+TYPED = [
+    "CREATE TABLE films (id BIGINT PRIMARY KEY, title TEXT, year BIGINT, released TEXT, code TEXT, rating BIGINT)",
+    "INSERT INTO films VALUES (1, 'Alpha', 2019, '2019-03-01', '1', 7), (2, 'Beta', 2020, '2020-05-17', '2', 8), "
+    "(3, 'Gamma', 2020, '2020-11-02', '3', 6), (4, 'Delta', 2021, '2021-01-09', '1', 9)",
+]
+
+
+@pytest.fixture(params=["postgresql", "duckdb"])
+def typed_engine(request, engine_factory) -> sa.Engine:
+    """A ``films`` table with an integer year column, text holding dates and text holding numbers, on the
+    engines that refuse mixed-type operations (and ``shop``'s customers, joined by ``films.code``)."""
+    from backends import load_shop
+    engine = load_shop(engine_factory(request.param))
+    with engine.begin() as conn:
+        for statement in TYPED:
+            conn.execute(sa.text(statement))
+    return engine
+
+
+def test_a_date_part_of_an_integer_year_column_is_the_column(typed_engine):
+    broken = "SELECT title FROM films WHERE EXTRACT(YEAR FROM year) = 2020"
+    rows, report, model = repaired(typed_engine, broken)
+    assert rows == [("Beta",), ("Gamma",)]
+    assert_repaired(report, model, broken, "-> year (year holds years)")
+    assert "EXTRACT" not in report.sql.upper()
+
+
+def test_text_holding_dates_is_cast_to_a_date(typed_engine):
+    broken = "SELECT title FROM films WHERE EXTRACT(YEAR FROM released) = 2020"
+    rows, report, model = repaired(typed_engine, broken)
+    assert rows == [("Beta",), ("Gamma",)]
+    assert_repaired(report, model, broken, "released -> CAST(released AS DATE) (released text holding dates)")
+
+
+def test_a_join_of_text_with_a_number_casts_the_side_whose_values_convert(typed_engine):
+    broken = "SELECT f.title, c.name FROM films AS f JOIN customers AS c ON f.code = c.id WHERE f.year = 2021"
+    rows, report, model = repaired(typed_engine, broken)
+    assert rows == [("Delta", "Customer 1")]
+    if typed_engine.dialect.name == "duckdb":  # DuckDB casts VARCHAR to BIGINT in a join itself
+        assert report.candidates[0].attempts == [] and report.sql == broken
+        return
+    assert_repaired(report, model, broken, "f.code -> CAST(f.code AS ", "(its values are numbers)")
+
+
+def test_text_compared_with_a_number_that_does_not_convert_casts_the_number(typed_engine):
+    broken = "SELECT title FROM films WHERE title = rating"
+    _, report, model = repaired(typed_engine, broken)
+    assert_repaired(report, model, broken, "rating -> CAST(rating AS ", "(compared with text)")
+
+
+def test_like_and_string_functions_on_a_number_cast_it_to_text(typed_engine):
+    broken = "SELECT title FROM films WHERE rating LIKE '8%' OR LENGTH(year) = 3"
+    rows, report, model = repaired(typed_engine, broken)
+    assert rows == [("Beta",)]
+    assert_repaired(report, model, broken, "rating -> CAST(rating AS ", "(LIKE on a int column)",
+                    "year -> CAST(year AS ")
+
+
+# ---------------------------------------------------------------------- refinement, as without it
+
+def refine_script(broken: str, fixed: str):
+    """Generation answers ``broken``, refinement ``fixed``."""
+    def script(request):
+        return fenced(fixed if request.purpose == "refine" else broken)
+    return script
+
+
+def test_an_unrepairable_error_goes_to_refinement_with_the_same_prompt(shop_engine):
+    broken, fixed = "SELECT nothing_like_it FROM customers", "SELECT name FROM customers WHERE id = 1"
+    with_repair = ScriptedChatModel(refine_script(broken, fixed))
+    rows, report, _ = ask(shop_engine, QUESTION, with_repair, candidates=1, schema_repair=True)
+    without = ScriptedChatModel(refine_script(broken, fixed))
+    same_rows, _, _ = ask(shop_engine, QUESTION, without, candidates=1)
+    assert rows == same_rows == [("Customer 1",)]
+    assert with_repair.purposes() == without.purposes() == ["generate", "refine"]
+    assert [r.messages for r in with_repair.requests] == [r.messages for r in without.requests]
+    assert broken in with_repair.requests[1].messages[-1]["content"]
+    candidate = report.candidates[0]
+    assert candidate.fixes == [] and "repair" not in candidate.checks and candidate.attempts == [broken]
+
+
+def test_a_refinement_that_fails_is_repaired_too(shop_engine):
+    broken, refined = "SELECT nothing_like_it FROM customers", "SELECT name FROM customer WHERE id = 1"
+    model = ScriptedChatModel(refine_script(broken, refined))
+    rows, report, _ = ask(shop_engine, QUESTION, model, candidates=1, schema_repair=True)
+    assert rows == [("Customer 1",)]
+    assert model.purposes() == ["generate", "refine"]
+    candidate = report.candidates[0]
+    assert candidate.attempts == [broken, refined] and candidate.fixes == ["table customer -> customers "
+                                                                          "(the closest table name)"]
+
+
+def test_the_option_is_on_by_default_and_can_be_turned_off(shop_engine):
+    broken = "SELECT T1.customer_id FROM customers AS T1 WHERE T1.id = 1"
+    model = ScriptedChatModel(refine_script(broken, "SELECT T1.id FROM customers AS T1 WHERE T1.id = 1"))
+    _, report, _ = ask(shop_engine, QUESTION, model, candidates=1)
+    assert model.purposes() == ["generate"] and report.candidates[0].fixes
+    model = ScriptedChatModel(refine_script(broken, "SELECT T1.id FROM customers AS T1 WHERE T1.id = 1"))
+    _, report, _ = ask(shop_engine, QUESTION, model, candidates=1, schema_repair=False)
+    assert model.purposes() == ["generate", "refine"] and report.candidates[0].fixes == []
+
+
+# ------------------------------------------------------------------------------ the rules alone
+
+SCHEMA = Schema((
+    Table("country", (Column("Code", "TEXT", primary_key=True), Column("Name", "TEXT"),
+                      Column("Population", "INTEGER"))),
+    Table("city", (Column("ID", "INTEGER", primary_key=True), Column("Name", "TEXT"),
+                   Column("CountryCode", "TEXT")), (ForeignKey(("CountryCode",), "country", ("Code",)),)),
+))
+
+
+def first(sql: str, error: str = "") -> tuple[str, tuple[str, ...]] | None:
+    found = proposals(SCHEMA, "sqlite", "sqlite", sql, error)
+    return (found[0].sql, found[0].fixes) if found else None
+
+
+def test_rules_need_exactly_one_answer():
+    # two tables have Name: an unknown qualifier could move to either, so no rule moves it
+    assert first("SELECT T3.Name FROM country AS T1 JOIN city AS T2 ON T1.Code = T2.CountryCode") is None
+    # a move that would compare a column with itself is no repair
+    assert first("SELECT T1.Name FROM country AS T1 JOIN city AS T2 ON T1.Code = T2.Code") is None
+    # nothing close: no near miss is guessed
+    assert first("SELECT Area FROM country") is None
+    # SQL that does not parse is left to the model
+    assert first("SELECT FROM WHERE (") is None
+
+
+def test_the_documented_example():
+    sql = "SELECT T2.Population FROM country AS T1 JOIN city AS T2 ON T1.Code = T2.CountryCode"
+    assert first(sql, "no such column: T2.Population") == (
+        "SELECT T1.Population FROM country AS T1 JOIN city AS T2 ON T1.Code = T2.CountryCode",
+        ("T2.Population -> T1.Population (column of country)",))

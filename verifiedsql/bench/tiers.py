@@ -1,0 +1,105 @@
+"""The tier rule fitted on one seeded half of a run's questions and reported on the other.
+
+From a run's records (one strategy), each answered question has its evidence (``[check, verdict]``), its
+vote share and whether it was right. ``fit`` picks ``TierRule.verified_share`` on the *fit* half: the
+value with the most ``verified`` answers whose precision is at least ``target``, or, when none reaches it,
+the most precise. ``tier_table`` then gives each tier's precision and coverage on the *report* half, with
+the fitted rule. Questions with no answer count in the coverage denominators as ``none``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..report import CONFIDENCE_TIERS, Evidence
+from ..stages.evidence import TierRule
+
+SHARES = (0.4, 0.6, 0.8, 1.0)  # the verified_share values the fit chooses among
+TARGET = 0.95
+
+
+@dataclass(frozen=True)
+class TierRow:
+    tier: str
+    answers: int
+    right: int
+    coverage: float  # share of all questions of the half at this tier
+    at_least_coverage: float  # share at this tier or above
+    at_least_precision: float | None
+
+    @property
+    def precision(self) -> float | None:
+        return self.right / self.answers if self.answers else None
+
+
+def halves(ids: Iterable[int], seed: int = 0) -> tuple[set[int], set[int]]:
+    """The question ids split in two seeded halves: (fit, report)."""
+    ordered = sorted(set(ids))
+    random.Random(seed).shuffle(ordered)
+    middle = len(ordered) // 2
+    return set(ordered[:middle]), set(ordered[middle:])
+
+
+def _tier(record: dict[str, Any], rule: TierRule) -> str:
+    if record.get("status") != "answered" or record.get("vote_share") is None:
+        return "none"
+    evidence = [Evidence(check, verdict, "") for check, verdict in record.get("evidence", [])]
+    return rule.tier_of(evidence, float(record["vote_share"]))
+
+
+def tier_table(records: Sequence[dict[str, Any]], rule: TierRule) -> list[TierRow]:
+    """Per tier, top first: answers, right ones, coverage, and precision and coverage of that tier or above."""
+    total = len(records) or 1
+    tiers = [(_tier(r, rule), bool(r.get("correct"))) for r in records]
+    rows: list[TierRow] = []
+    above_answers = above_right = 0
+    for tier in reversed(CONFIDENCE_TIERS):
+        answers = sum(t == tier for t, _ in tiers)
+        right = sum(t == tier and ok for t, ok in tiers)
+        above_answers, above_right = above_answers + answers, above_right + right
+        rows.append(TierRow(tier, answers, right, answers / total, above_answers / total,
+                            above_right / above_answers if above_answers else None))
+    return rows
+
+
+def fit(records: Sequence[dict[str, Any]], target: float = TARGET) -> TierRule:
+    """The rule whose ``verified`` tier covers most of ``records`` at ``target`` precision or better."""
+    scored = []
+    for share in SHARES:
+        top = tier_table(records, TierRule(verified_share=share))[0]
+        scored.append((top.precision is not None and top.precision >= target, top.answers if top.precision
+                       is not None and top.precision >= target else 0, top.precision or 0.0, -share, share))
+    best = max(scored)
+    return TierRule(verified_share=best[-1])
+
+
+def fit_and_report(records: Sequence[dict[str, Any]], strategy: str, seed: int = 0) -> dict[str, Any]:
+    """Fit on one seeded half of ``strategy``'s records, report on the other: the JSON-ready figures."""
+    chosen = [r for r in records if r.get("strategy") == strategy and r.get("status") != "llm_error"]
+    fit_ids, report_ids = halves((r["id"] for r in chosen), seed)
+    rule = fit([r for r in chosen if r["id"] in fit_ids])
+    table = tier_table([r for r in chosen if r["id"] in report_ids], rule)
+    return {
+        "strategy": strategy, "seed": seed, "fit_questions": len(fit_ids), "report_questions": len(report_ids),
+        "verified_share": rule.verified_share,
+        "tiers": [{"tier": row.tier, "answers": row.answers, "right": row.right, "precision": row.precision,
+                   "coverage": round(row.coverage, 4), "at_least_coverage": round(row.at_least_coverage, 4),
+                   "at_least_precision": row.at_least_precision} for row in table],
+    }
+
+
+def render(figures: dict[str, Any]) -> str:
+    """The figures as a Markdown table."""
+    lines = [f"{figures['strategy']}: fitted on {figures['fit_questions']} questions (seed {figures['seed']}), "
+             f"reported on the other {figures['report_questions']}; verified_share = {figures['verified_share']}",
+             "", "| tier | answers | right | precision | coverage | this tier or above: precision / coverage |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for row in figures["tiers"]:
+        precision = "-" if row["precision"] is None else f"{row['precision']:.1%}"
+        above = "-" if row["at_least_precision"] is None else f"{row['at_least_precision']:.1%}"
+        lines.append(f"| {row['tier']} | {row['answers']} | {row['right']} | {precision} | {row['coverage']:.1%} | "
+                     f"{above} / {row['at_least_coverage']:.1%} |")
+    return "\n".join(lines)

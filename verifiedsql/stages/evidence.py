@@ -1,0 +1,138 @@
+"""Evidence for the chosen answer, and the confidence tier it supports.
+
+Each check looks at the answer from one side and says ``for``, ``against`` or ``neutral``:
+- ``vote``: the share of all candidates, failed ones included, whose result equals the answer's;
+- ``result``: an empty result, a result of NULLs only, or a NULL first cell (a NULL group key or an
+  aggregate over nothing); a result cut at the row or byte cap (neutral);
+- ``tables``: an answer built only from constants, that reads no table;
+- ``refinement``: the chosen SQL needed self-refinement or a repair before it ran (neutral: the repaired SQL
+  still has to win the vote);
+- ``constraints``: the question's constraints (``verify``), met or not;
+- ``dpc``, ``trace``, ``review``: what the dual-paradigm test, the execution trace and the R3 review
+  concluded, when they ran;
+- ``time``: the question's time budget ran out before every check was done.
+
+The tier follows from the evidence by ``TierRule.tier_of`` (its thresholds are fitted on one seeded half of
+Spider dev and reported on the other; see the README's Benchmarks):
+- ``unverified``: nothing ran, the time ran out, or the answer reads no table;
+- ``verified``: at least ``verified_share`` of the candidates agree, no check is against it;
+- ``probable``: more than half agree (or a single candidate that a DPC, trace or review check supports),
+  and no check on the result itself is against it;
+- ``doubtful``: everything else that ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from ..errors import UnsafeSQLError
+from ..report import Confidence, Evidence, VerificationReport
+from ..results import ResultSet
+from ..safety import parse_one_query
+from .base import Pool
+from .context import QuestionContext
+
+HARD = ("tables", "time")  # checks that, against an answer, leave it unverified
+RESULT = ("result",)  # checks on the rows themselves
+SUPPORT = ("dpc", "trace", "review")  # independent checks that may stand in for a vote
+
+
+def _vote(pool: Pool) -> Evidence:
+    assert pool.selection is not None
+    total, agree = len(pool.runs), len(pool.selection.cluster.members)
+    detail = f"{agree} of {total} candidates (failed ones included) give this result"
+    if total < 2:
+        return Evidence("vote", "neutral", "a single candidate: nothing to compare it with")
+    return Evidence("vote", "for" if agree * 2 > total else "against", detail)
+
+
+def vote_share(pool: Pool) -> float:
+    """The share of all candidates, failed ones included, in the answer's cluster."""
+    assert pool.selection is not None
+    return len(pool.selection.cluster.members) / max(1, len(pool.runs))
+
+
+def _result(result: ResultSet) -> list[Evidence]:
+    found: list[Evidence] = []
+    if result.row_count == 0:
+        found.append(Evidence("result", "against", "the result is empty"))
+    elif all(value is None for row in result.rows for value in row):
+        found.append(Evidence("result", "against", "every value of the result is NULL"))
+    elif result.rows and result.rows[0] and result.rows[0][0] is None:
+        found.append(Evidence("result", "against", "the first cell is NULL (a NULL key, or an aggregate of nothing)"))
+    if result.truncated:
+        found.append(Evidence("result", "neutral", f"the result was cut at {result.row_count} rows"))
+    return found
+
+
+def reads_a_table(sql: str, ctx: QuestionContext) -> bool:
+    """Whether ``sql`` reads any table (an answer made of constants reads none)."""
+    try:
+        tree = parse_one_query(sql, ctx.database.profile)
+    except UnsafeSQLError:
+        return True  # it ran, so the engine read it; do not hold a parser gap against it
+    return any(True for _ in tree.find_all(exp.Table))
+
+
+def _stage_checks(report: VerificationReport, chosen_sql: str, cluster: set[int]) -> list[Evidence]:
+    found: list[Evidence] = []
+    if report.dpc is not None and report.dpc.status == "decided":
+        kept = report.dpc.winner in cluster
+        found.append(Evidence("dpc", "for" if kept else "against",
+                              f"the dual-paradigm test {'chose' if kept else 'did not choose'} this result "
+                              f"({report.dpc.reason})"))
+    if report.trace is not None and report.trace.outcome == "accepted" and report.trace.candidate is not None:
+        agrees = report.trace.candidate in cluster
+        found.append(Evidence("trace", "for" if agrees else "against",
+                              "the verified execution trace " + ("gives" if agrees else "does not give") +
+                              " this result"))
+    if report.review is not None and report.review.rounds:
+        found.append(Evidence("review", "neutral" if report.review.changed else "for",
+                              "the R3 review " + ("revised the SQL" if report.review.changed else
+                                                  "left the SQL unchanged")))
+    return found
+
+
+def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[Evidence]:
+    """Every check on the pool's selected answer (which ran)."""
+    assert pool.selection is not None and pool.selection.representative.result is not None
+    chosen = pool.selection.representative.candidate
+    result = pool.selection.representative.result
+    found = [_vote(pool), *_result(result)]
+    if not reads_a_table(chosen.sql, ctx):
+        found.append(Evidence("tables", "against", "the answer is built from constants and reads no table"))
+    if chosen.attempts:
+        found.append(Evidence("refinement", "neutral",
+                              f"the chosen SQL ran after {len(chosen.attempts)} failed or repaired version(s)"))
+    if ctx.options.verify:
+        found.append(Evidence("constraints", "against" if chosen.violations else "for",
+                              "; ".join(chosen.violations) if chosen.violations
+                              else "every constraint of the question is met"))
+    found += _stage_checks(ctx.report, chosen.sql, set(pool.selection.cluster.members))
+    if timed_out:
+        found.append(Evidence("time", "against", "the time budget ran out before every check was done"))
+    return found
+
+
+@dataclass(frozen=True)
+class TierRule:
+    """The rule from evidence to tier; ``verified_share`` is the share of candidates that must agree."""
+
+    verified_share: float = 1.0
+
+    def tier_of(self, evidence: list[Evidence], share: float) -> Confidence:
+        against = {e.check for e in evidence if e.verdict == "against"}
+        support = {e.check for e in evidence if e.verdict == "for" and e.check in SUPPORT}
+        if against & set(HARD):
+            return "unverified"
+        voted = any(e.check == "vote" and e.verdict == "for" for e in evidence)
+        if voted and share >= self.verified_share and not against:
+            return "verified"
+        if (voted or (support and "vote" not in against)) and not against & set(RESULT):
+            return "probable"
+        return "doubtful"
+
+
+DEFAULT_RULE = TierRule()
