@@ -39,6 +39,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from ..schema import Column, ForeignKey, Schema, Table
+from .common.frames import column_kind
 
 if TYPE_CHECKING:
     from .generate import Execution
@@ -385,22 +386,13 @@ def _near(wanted: str, names: list[str]) -> str | None:
 
 # ---------------------------------------------------------------------------------------- types
 
+_FAMILY: dict[str, Kind] = {"int": "int", "float": "num", "bool": "bool", "date": "date", "timestamp": "date",
+                            "time": "date", "text": "text", "any": "other"}
+
+
 def kind_of(type_text: str) -> Kind:
-    """The family of a reflected column type."""
-    text = type_text.upper()
-    if re.search(r"BOOL", text):
-        return "bool"
-    if re.search(r"DATE|TIME", text):
-        return "date"
-    if re.search(r"INT|SERIAL", text):
-        return "int"
-    if re.match(r"(NUMBER|NUMERIC|DECIMAL)\s*\(\s*\d+\s*,\s*0\s*\)", text):
-        return "int"
-    if re.search(r"NUM|DEC|REAL|FLOAT|DOUBLE", text):
-        return "num"
-    if re.search(r"CHAR|TEXT|STRING|CLOB", text):
-        return "text"
-    return "other"
+    """The family of a reflected column type (``common.frames.column_kind``, with dates and times as one)."""
+    return _FAMILY[column_kind(type_text)]
 
 
 def _number(value: Any) -> float | None:
