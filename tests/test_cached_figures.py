@@ -141,12 +141,26 @@ def test_the_table_covers_every_cited_cache():
     assert sorted(EXPECTED) == sorted(p.parent.name for p in (ROOT / "benchmarks" / "runs").glob("*/llm-cache.sqlite"))
 
 
+# Where the recorded prompts hold a sandboxed pandas traceback: its frames name the recording checkout's virtual
+# environment, and the traceback is cut to its last 1,500 characters before it is shown to the model. The cache
+# key masks the environment's path (``llm.cache.portable``), but where the path has another length the cut
+# falls elsewhere, so a few solver and VET-step requests cannot replay.
+RECORDED_PREFIX = "/work/main/.venv"
+PATH_DEPENDENT = {"spider-sqlite-0.5b-dpc", "spider-sqlite-0.5b-issue7"}
+
+
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_replay_prints_the_readme_figures(name, replays):
     stdout, stderr = replays[name].communicate(timeout=840)
     assert replays[name].returncode == 0, stderr[-3000:]
     printed = {m[0]: (int(m[1]), m[2], m[3], int(m[4])) for m in PRINTED.findall(stdout)}
+    if name in PATH_DEPENDENT and len(sys.prefix) != len(RECORDED_PREFIX):
+        assert printed.keys() == EXPECTED[name].keys(), stdout
+        shortest = min(questions for questions, *_ in printed.values())
+        assert shortest >= 0.9 * min(questions for questions, *_ in EXPECTED[name].values()), stdout
+        pytest.skip(f"{name}: recorded under a virtual environment path of another length ({RECORDED_PREFIX}); "
+                    f"{shortest} questions replayed, so the figures are not comparable here")
     assert printed == EXPECTED[name], stdout
 
 

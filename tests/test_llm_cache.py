@@ -114,3 +114,22 @@ def test_configured_endpoint_is_used_and_wrapped(tmp_path: Path) -> None:
     wrapped = chat_model_for(Options(llm=settings, cache_path=tmp_path / "c.sqlite", cache_mode="readwrite"))
     assert isinstance(wrapped, RecordingChatModel) and wrapped.name == "m1"
     assert chat_model_for(Options(llm=LLMSettings(api_key="k"))).name == "gpt-4o-mini"
+
+
+def test_the_key_masks_the_virtual_environment_path(monkeypatch):
+    """A traceback that names the checkout's virtual environment keys the same in another checkout."""
+    import sys
+
+    from verifiedsql.llm.base import ChatRequest
+    from verifiedsql.llm.cache import request_key
+
+    def key_under(prefix: str) -> str:
+        monkeypatch.setattr(sys, "prefix", prefix)
+        monkeypatch.setattr(sys, "base_prefix", "/usr")
+        text = f'File "{prefix}/lib/python3.11/site-packages/pandas/core/frame.py", line 1\nKeyError: x'
+        return request_key("m", ChatRequest(messages=({"role": "user", "content": text},)))[0]
+
+    assert key_under("/work/main/.venv") == key_under("/srv/other/.venv")
+    monkeypatch.setattr(sys, "prefix", "/usr")  # outside a venv nothing is masked
+    plain = request_key("m", ChatRequest(messages=({"role": "user", "content": "/usr/lib"},)))
+    assert plain[0] != request_key("m", ChatRequest(messages=({"role": "user", "content": "/opt/lib"},)))[0]

@@ -1,7 +1,10 @@
 """Record and replay model answers in one SQLite file, so runs can be repeated without a model.
 
 The key is the SHA-256 of everything that determines an answer: the model name, the messages,
-temperature, max_tokens, seed and stop sequences (``purpose`` is only a label and is left out).
+temperature, max_tokens, seed and stop sequences (``purpose`` is only a label and is left out). Where the
+messages name the Python environment the library runs in (a sandboxed traceback's
+``<venv>/lib/python3.11/site-packages/pandas/...``), that prefix is hashed as ``<python-prefix>``, so a cache
+recorded in one checkout replays in another.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -50,7 +54,17 @@ def request_key(model: str, request: ChatRequest) -> tuple[str, str]:
         ensure_ascii=False,
         separators=(",", ":"),
     )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest(), payload
+    return hashlib.sha256(portable(payload).encode("utf-8")).hexdigest(), payload
+
+
+PYTHON_PREFIX = "<python-prefix>"
+
+
+def portable(payload: str, prefix: str | None = None) -> str:
+    """``payload`` with the virtual environment's path (``sys.prefix``; none outside a venv) masked."""
+    if prefix is None:
+        prefix = sys.prefix if sys.prefix != sys.base_prefix else ""
+    return payload.replace(prefix, PYTHON_PREFIX) if len(prefix) > 1 else payload
 
 
 class RecordingChatModel:
