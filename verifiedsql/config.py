@@ -81,6 +81,8 @@ class Options:
     ground_values: bool = False  # look question literals up in text columns; matches go into the prompt
     # repair a failing candidate on its AST from schema facts (columns, keys, types, dialect) before refinement
     schema_repair: bool = True  # on by default: measured on Spider dev (README, Benchmarks)
+    # prompt rules from the schema (date columns named, year columns named) instead of the dialect's fixed ones
+    schema_hints: bool = True
     verify: bool = False  # check each candidate that ran against the question's constraints and repair it
     max_repairs: int = 3
     probe: bool = False  # let the model run exploratory queries first; findings go into the prompt

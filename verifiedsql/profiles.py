@@ -21,7 +21,11 @@ class DialectProfile:
     read_only_strategy: str
     deny_functions: frozenset[str]
     deny_table_functions: frozenset[str]
-    prompt_hints: tuple[str, ...]
+    prompt_hints: tuple[str, ...]  # the dialect's fixed rules (all a prompt shows when schema hints are off)
+    # With schema hints on: these rules instead, plus the date hint filled with the schema's date columns
+    # (``stages/common/hints.py``). Empty: this engine's prompts keep ``prompt_hints`` either way.
+    schema_prompt_hints: tuple[str, ...] = ()
+    date_hint: str = ""
     has_ilike: bool = False  # the engine has ILIKE (else case-insensitive matching uses LOWER(...) LIKE)
     probe_template: str = "SELECT DISTINCT {column} FROM {table} LIMIT 20"  # example probe for the model
 
@@ -38,6 +42,8 @@ def _load(name: str) -> DialectProfile:
         deny_functions=frozenset(f.lower() for f in data.get("deny_functions", [])),
         deny_table_functions=frozenset(f.lower() for f in data.get("deny_table_functions", [])),
         prompt_hints=tuple(data.get("prompt_hints", [])),
+        schema_prompt_hints=tuple(data.get("schema_prompt_hints", [])),
+        date_hint=data.get("date_hint", ""),
         has_ilike=bool(data.get("has_ilike", False)),
         probe_template=data.get("probe_template", DialectProfile.probe_template),
     )

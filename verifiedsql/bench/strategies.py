@@ -16,6 +16,10 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # schema facts; refinement (with the unchanged prompt) only follows when no repair runs.
     "greedy+repair": {"candidates": 1, "schema_repair": True},
     "self-consistency+repair": {"candidates": 5, "schema_repair": True},
+    # Prompt rules from the schema (changes the generation prompt on engines with schema rules; SQLite's
+    # prompts are the same either way).
+    "greedy+repair+hints": {"candidates": 1, "schema_repair": True, "schema_hints": True},
+    "self-consistency+repair+hints": {"candidates": 5, "schema_repair": True, "schema_hints": True},
     # Same candidate requests as self-consistency (verify only adds repair calls), so the cache is shared.
     "+verify": {"candidates": 5, "verify": True},
     "+ground": {"candidates": 5, "ground_values": True},
@@ -55,7 +59,7 @@ def parse_strategies(text: str) -> list[str]:
 
 # What every strategy starts from unless it says otherwise: the stages whose default is on are off, so that a
 # strategy's name means the same pipeline as when its figures were recorded (``+repair`` turns repair on).
-BASELINE: dict[str, Any] = {"schema_repair": False}
+BASELINE: dict[str, Any] = {"schema_repair": False, "schema_hints": False}
 
 
 def strategy_options(name: str, base: Mapping[str, Any]) -> Options:

@@ -1,7 +1,8 @@
 """One question's working state, handed to every stage: the question, the database, the options, the model
-(bound to the question's deadline), the report, the sandbox, the schema and the schema text the prompts
-show. It is the one place where model calls and database queries are capped by the time left: a stage
-asks the model through ``ask``/``call`` and the database through ``query``/``explain``, never directly."""
+(bound to the question's deadline), the report, the sandbox, the schema, the schema text the prompts show,
+and the dialect profile whose rules they state. It is the one place where model calls and database queries
+are capped by the time left: a stage asks the model through ``ask``/``call`` and the database through
+``query``/``explain``, never directly."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from ..database import Database
 from ..deadline import Deadline
 from ..llm.base import ChatModel, ChatRequest, ChatResponse, Message
 from ..llm.prompts import with_context
+from ..profiles import DialectProfile
 from ..report import LLMPurpose, VerificationReport
 from ..results import ResultSet
 from ..sandbox import Sandbox
 from ..schema import Schema
 from .calls import call_model
+from .common.hints import prompt_profile
 
 if TYPE_CHECKING:
     from .generate import CandidateRun
@@ -40,6 +43,7 @@ class QuestionContext:
     deadline: Deadline
     schema: Schema
     schema_text: str
+    profile: DialectProfile  # the database's dialect profile, with the prompt rules for this schema
     candidate_checks: list[CandidateCheck] = field(default_factory=list)
     _sandbox: Sandbox | None = None
 
@@ -55,7 +59,8 @@ class QuestionContext:
         report = report or VerificationReport(question=question, dialect=database.profile.name)
         schema = schema if schema is not None else database.reflect()
         return cls(question, database, options, deadline.bind(llm), report, deadline, schema,
-                   render_schema(schema), _sandbox=sandbox)
+                   render_schema(schema), prompt_profile(database.profile, schema, options.schema_hints),
+                   _sandbox=sandbox)
 
     # ------------------------------------------------------------------------------------- the model
 

@@ -133,7 +133,7 @@ class CandidateGenerator:
         generation stopped."""
         ctx, report = self.ctx, self.ctx.report
         question, schema_text = ctx.question, ctx.schema_text if schema_text is None else schema_text
-        prompt = generation_messages(self.database.profile, schema_text, question)
+        prompt = generation_messages(self.ctx.profile, schema_text, question)
         runs: list[CandidateRun] = []
         seen = Tried(self.database.profile.sqlglot_dialect)
         for index in range(self.options.candidates):
@@ -187,7 +187,7 @@ class CandidateGenerator:
                 break
             candidate.attempts.append(candidate.sql)
             messages: tuple[Message, ...] = refinement_messages(
-                self.database.profile, schema_text, question, candidate.sql, execution.error or ""
+                self.ctx.profile, schema_text, question, candidate.sql, execution.error or ""
             )
             request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
                                   seed=candidate.index, purpose="refine")

@@ -27,11 +27,10 @@ Repair classes, all from schema facts only:
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import sqlglot
 from sqlglot import exp
@@ -39,6 +38,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from ..schema import Column, ForeignKey, Schema, Table
+from .common.facts import as_number, date_like, holds_years, is_year_number
 from .common.frames import column_kind
 
 if TYPE_CHECKING:
@@ -393,47 +393,6 @@ _FAMILY: dict[str, Kind] = {"int": "int", "float": "num", "bool": "bool", "date"
 def kind_of(type_text: str) -> Kind:
     """The family of a reflected column type (``common.frames.column_kind``, with dates and times as one)."""
     return _FAMILY[column_kind(type_text)]
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        return float(str(value).strip())
-    except ValueError:
-        return None
-
-
-def _is_year_number(value: Any) -> bool:
-    number = _number(value)
-    return number is not None and number == int(number) and 1000 <= number <= 2999
-
-
-def _date_like(value: Any) -> Literal["date", "timestamp"] | None:
-    if isinstance(value, dt.datetime):
-        return "timestamp"
-    if isinstance(value, dt.date):
-        return "date"
-    text = str(value).strip()
-    if not re.match(r"^\d{4}-\d{1,2}-\d{1,2}", text):
-        return None
-    try:
-        parsed = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return "timestamp" if (parsed.hour, parsed.minute, parsed.second) != (0, 0, 0) or len(text) > 10 else "date"
-
-
-def _year_column(column: Column) -> bool:
-    """A number column that holds years: its samples are whole numbers from 1000 to 2999 (with no samples,
-    its name says year)."""
-    if kind_of(column.type) not in ("int", "num"):
-        return False
-    if column.samples:
-        return all(_is_year_number(v) for v in column.samples)
-    return "year" in column.name.lower()
 
 
 # ----------------------------------------------------------------------------------- the planner
@@ -881,16 +840,16 @@ class _Planner:
         samples = column.samples
         target: exp.Expr = node.parent if isinstance(node.parent, exp.Cast) else node
         build: Callable[[], exp.Expr]
-        if part == "YEAR" and _year_column(column):
+        if part == "YEAR" and holds_years(column):
             def build() -> exp.Expr:
                 return argument.copy()
             why = "holds years"
-        elif part == "YEAR" and kind == "text" and samples and all(_is_year_number(v) for v in samples):
+        elif part == "YEAR" and kind == "text" and samples and all(is_year_number(v) for v in samples):
             def build() -> exp.Expr:
                 return exp.Cast(this=argument.copy(), to=exp.DataType.build("INT"))
             why = "text holding years"
-        elif kind == "text" and self.engine in STRICT_TYPES and samples and all(_date_like(v) for v in samples):
-            to = "TIMESTAMP" if any(_date_like(v) == "timestamp" for v in samples) else "DATE"
+        elif kind == "text" and self.engine in STRICT_TYPES and samples and all(date_like(v) for v in samples):
+            to = "TIMESTAMP" if any(date_like(v) == "timestamp" for v in samples) else "DATE"
             target = argument
 
             def build() -> exp.Expr:
@@ -914,13 +873,13 @@ class _Planner:
                 number_type = "BIGINT" if number_kind == "int" else "DOUBLE PRECISION"
                 if (other := self._column_of(scope, number_side)) is not None:
                     number_type = other.type
-                if column is not None and column.samples and all(_number(v) is not None for v in column.samples):
+                if column is not None and column.samples and all(as_number(v) is not None for v in column.samples):
                     options.append(self._cast(text_side, number_type, "its values are numbers"))
                 if isinstance(number_side, exp.Literal):
                     options.append(self._quote(number_side))
                 elif other is not None:
                     options.append(self._cast(number_side, "TEXT", "compared with text"))
-            if text_kind == "date" and isinstance(number_side, exp.Literal) and _is_year_number(number_side.this) \
+            if text_kind == "date" and isinstance(number_side, exp.Literal) and is_year_number(number_side.this) \
                     and not number_side.is_string:
                 options.append(self._year_of(text_side))
         return options

@@ -94,7 +94,7 @@ class Prober(Stage):
         history: list[str] = []
         invalid_in_a_row = 0
         for step in range(self.options.max_probes):
-            messages = probe_messages(self.database.profile, schema_text, question, example, "\n\n".join(history))
+            messages = probe_messages(self.ctx.profile, schema_text, question, example, "\n\n".join(history))
             try:
                 reply = self.ask(messages, "probe", seed=step)
             except LLMError as error:

@@ -111,7 +111,7 @@ class Verifier(Stage):
 
     def _repair(self, index: int, sql: str, problems: list[str]) -> str | None:
         """The model's repaired SQL, or None when it gave none (or could not be reached in time)."""
-        messages = repair_messages(self.database.profile, self.schema_text, self.question, sql, problems)
+        messages = repair_messages(self.ctx.profile, self.schema_text, self.question, sql, problems)
         try:
             reply = self.ask(messages, "repair", seed=index)
         except (LLMError, QuestionTimeoutError) as error:

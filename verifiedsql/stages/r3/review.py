@@ -86,7 +86,7 @@ class PeerReview(Stage):
         super().__init__(ctx)
         self.question = ctx.question
         self.schema_text = ctx.schema_text
-        self.profile = ctx.database.profile
+        self.profile = ctx.profile
 
     def review(self, run: CandidateRun) -> Reviewed:
         """Review ``run`` (which ran) for up to ``review_rounds`` rounds."""

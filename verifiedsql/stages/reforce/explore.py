@@ -66,7 +66,7 @@ class Explorer(Stage):
         nothing ran). ``candidates`` describes the tied or failing candidates for the model."""
         if self.options.max_explorations == 0:
             return ""
-        profile = self.database.profile
+        profile = self.ctx.profile
         example = example_probe(profile, schema, question)
         first = explore_messages(profile, schema_text, question, example, candidates, tie=tie,
                                  count=self.options.max_explorations)

@@ -213,7 +213,7 @@ class ExecutionTracer(Stage):
     def _reconstruct(self, question: str, data: TraceData, steps: list[StepOutput], record: Trace) -> Traced | None:
         schema_text = "\n\n".join(render_table(t) for t in data.tables)
         shown = [(s.code, s.preview()) for s in steps]
-        first = sql_messages(self.database.profile, schema_text, question, shown)
+        first = sql_messages(self.ctx.profile, schema_text, question, shown)
         prompt = first
         target = steps[-1].result
         for _ in range(SQL_ATTEMPTS):
