@@ -72,12 +72,13 @@ def test_each_method_package_says_what_it_is(method):
 
 
 def test_the_pipeline_lists_stages_of_one_shape_in_order():
-    assert [s.name for s in pipeline.CONTEXT_STAGES] == ["compress", "ground", "probe", "verify"]
+    assert [s.name for s in pipeline.CONTEXT_STAGES] == ["compress", "ground", "probe", "literals", "verify"]
     assert [s.name for s in pipeline.POOL_STAGES] == ["consensus", "vet", "review", "dpc"]
     for stage in pipeline.CONTEXT_STAGES:
         assert list(inspect.signature(stage.enabled).parameters) == ["options"]
         assert list(inspect.signature(stage.run).parameters) == ["ctx"]
-        assert stage.enabled(Options()) is False  # every optional stage is off by default
+        # every optional stage is off by default; the literal checks (no model call) are on
+        assert stage.enabled(Options()) is (stage.name == "literals")
     for stage in pipeline.POOL_STAGES:
         assert list(inspect.signature(stage.applies).parameters) == ["options", "pool"]
         assert list(inspect.signature(stage.run).parameters) == ["ctx", "pool"]

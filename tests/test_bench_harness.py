@@ -22,7 +22,7 @@ QUESTIONS = [
     ("zoo", "How many animals are there?", "SELECT count(*) FROM animals"),
     ("zoo", "Which species are there?", "SELECT DISTINCT species FROM animals"),
 ]
-WRONG = "SELECT 42"
+WRONG = "SELECT 42 FROM {table} LIMIT 1"  # runs, reads the table, and is wrong (an answer of constants is no data)
 
 
 def make_spider(root):
@@ -60,7 +60,7 @@ def pool_model(plan):
         question = question.rsplit("Question: ", 1)[1]
         gold = next(sql for _, q, sql in QUESTIONS if q == question)
         choice = plan.get(question, ["gold"] * 5)[request.seed or 0]
-        return fenced(gold if choice == "gold" else WRONG)
+        return fenced(gold if choice == "gold" else WRONG.format(table=gold.split(" FROM ")[1].split()[0]))
 
     return ScriptedChatModel(script, name="pool-model", prompt_tokens=100, completion_tokens=10, seconds=0.5)
 

@@ -9,7 +9,7 @@ from fakes import ScriptedChatModel, ask, by_seed, fenced
 
 import verifiedsql
 import verifiedsql.dbapi
-from verifiedsql.errors import ConfigurationError, UnverifiedAnswerError
+from verifiedsql.errors import ConfigurationError, NoDataError, UnverifiedAnswerError
 from verifiedsql.report import Evidence
 from verifiedsql.stages.evidence import TierRule
 
@@ -28,13 +28,15 @@ def test_a_unanimous_answer_with_rows_is_verified(shop_engine):
     rows, report, _ = ask(shop_engine, "Who are the customers from Brazil?", lambda r: fenced(BRAZIL))
     assert len(rows) == 2 and report.vote == "unanimous"
     assert report.confidence == "verified" and report.verified and report.at_least("probable")
-    assert verdicts(report) == {"vote": "for"}
+    assert verdicts(report) == {"vote": "for", "literals": "for"}  # 'Brazil' is stored as written
     assert "5 of 5 candidates" in report.evidence[0].detail
 
 
-def test_an_answer_made_of_constants_is_never_trusted(shop_engine):
-    rows, report, _ = ask(shop_engine, "How do you say hello in French?", lambda r: fenced(CONSTANT))
-    assert rows == [("Bonjour",)] and report.vote == "unanimous"
+def test_an_answer_made_of_constants_is_never_returned(shop_engine):
+    with pytest.raises(NoDataError) as info:  # what it says comes from the model, not from the data
+        ask(shop_engine, "How do you say hello in French?", lambda r: fenced(CONSTANT))
+    report = info.value.report
+    assert report.sql == CONSTANT and report.vote == "unanimous"
     assert report.confidence == "unverified" and verdicts(report)["tables"] == "against"
 
 
@@ -118,13 +120,13 @@ def test_require_through_the_dbapi(shop_engine_sqlite):
     import sqlite3
 
     raw = sqlite3.connect(shop_engine_sqlite.url.database)
-    conn = verifiedsql.dbapi.connect(raw, llm=ScriptedChatModel(lambda r: fenced(CONSTANT)), require="doubtful")
+    conn = verifiedsql.dbapi.connect(raw, llm=ScriptedChatModel(lambda r: fenced(NOBODY)), require="probable")
     try:
         with pytest.raises(UnverifiedAnswerError) as info:
-            conn.cursor().execute("How do you say hello in French?")
+            conn.cursor().execute("Customers from Atlantis?")
     finally:
         conn.close()
-    assert info.value.rows == [("Bonjour",)] and info.value.report.confidence == "unverified"
+    assert info.value.rows == [] and info.value.report.confidence == "doubtful"
 
 
 def test_an_unknown_tier_is_a_configuration_error(shop_engine_sqlite):

@@ -58,10 +58,10 @@ def test_question_is_answered_with_a_report(raw):
 
 
 def test_keyword_forces_the_reading(raw):
-    fake = ScriptedChatModel(lambda r: fenced("SELECT 42"))
+    fake = ScriptedChatModel(lambda r: fenced("SELECT COUNT(*) FROM products"))
     cur = dbapi.connect(raw, llm=fake, candidates=1).cursor()
     cur.execute("SELECT 1", mode="question")
-    assert cur.fetchall() == [(42,)]
+    assert cur.fetchall() == [(8,)]
     with pytest.raises(sqlite3.OperationalError):
         cur.execute("how many", mode="sql")
 

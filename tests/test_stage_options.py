@@ -20,6 +20,7 @@ from verifiedsql.profiles import profile_for
 from verifiedsql.report import Candidate, Repair, ValueMatch, VerificationReport
 from verifiedsql.schema import render_schema
 from verifiedsql.stages.generate import execute_candidate
+from verifiedsql.stages.schema_facts import schema_facts
 
 QUESTION = "What are the top 3 countries of customers named 'Customer 1'?"
 GOOD = "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC"
@@ -43,10 +44,14 @@ def test_default_requests_are_unchanged(tmp_path):
     assert expected[1]["content"] == f"Database schema:\n{schema_text}\n\nQuestion: {QUESTION}"
     assert [r.purpose for r in fake.requests] == ["generate", "generate", "refine"]
     assert fake.requests[0].messages == expected and fake.requests[1].messages == expected
-    assert fake.requests[2].messages == refinement_messages(profile, schema_text, QUESTION, BROKEN, error or "")
+    # By default the refinement also shows the schema's facts about the missing name (``schema_facts``).
+    facts = schema_facts(database.reflect(), "sqlite", "sqlite", BROKEN, error or "")
+    assert facts
+    assert fake.requests[2].messages == refinement_messages(profile, schema_text, QUESTION, BROKEN, error or "",
+                                                            facts)
     assert report.value_matches == [] and report.constraints == []
     assert all(c.violations == [] and c.repairs == [] for c in report.candidates)
-    assert set(report.timings) == {"context", "generate", "select"}
+    assert set(report.timings) == {"context", "literals", "generate", "select"}
 
 
 def test_with_context_is_the_identity_without_a_block():

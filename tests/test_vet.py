@@ -85,7 +85,8 @@ def script(steps: dict[int, list[str]] | Callable[[ChatRequest], str], sql: list
 
 
 def ask(engine: sa.Engine | str, fake: ScriptedChatModel, question: str = QUESTION, **options: object):
-    return fakes.ask(engine, question, fake, **{"candidates": 1, "vet": True, **options})
+    # the literal checks would repair WRONG's 'brazil' before the trace is compared with it
+    return fakes.ask(engine, question, fake, **{"candidates": 1, "vet": True, "check_literals": False, **options})
 
 
 @pytest.fixture

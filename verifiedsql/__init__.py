@@ -14,6 +14,7 @@ from .errors import (
     LLMError,
     ModelInstallError,
     NoAnswerError,
+    NoDataError,
     NotConfiguredError,
     QueryError,
     QueryTimeoutError,
@@ -29,7 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Ask", "ConfigurationError", "EmptySchemaError", "LLMError", "LLMSettings", "ModelInstallError", "NoAnswerError",
-    "NotConfiguredError", "Options", "QueryError", "QueryTimeoutError", "QuestionError",
+    "NoDataError", "NotConfiguredError", "Options", "QueryError", "QueryTimeoutError", "QuestionError",
     "ReplayMissError", "UnsafeSQLError", "UnverifiedAnswerError", "VerificationReport", "VerifiedResult",
     "VerifiedSQLError", "ask", "create_engine",
 ]

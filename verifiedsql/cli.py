@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .bench.cli import add_bench_commands
-from .errors import NoAnswerError, UnverifiedAnswerError, VerifiedSQLError
+from .errors import NoAnswerError, NoDataError, UnverifiedAnswerError, VerifiedSQLError
 from .llm.base import ChatModel, ChatRequest, ChatResponse
 from .llm.commands import add_llm_commands, run_llm_command
 from .report import CONFIDENCE_TIERS
+
+EXIT_NO_DATA = 4
+EXIT_STATUSES = ("exit status: 0 answered; 2 an error, or no query ran (NoAnswerError); 3 the answer is below "
+                 "--require; 4 the database holds no data for the question (NoDataError)")
 
 
 class ProgressChatModel:
@@ -65,6 +69,8 @@ def _ask(args: argparse.Namespace) -> int:
         values["schema"] = args.schema
     if args.require:
         values["require"] = args.require
+    if args.scope_check:
+        values["scope_check"] = True
     options = Options.build(values)
     url = sa.make_url(args.url)
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
@@ -77,6 +83,11 @@ def _ask(args: argparse.Namespace) -> int:
     pipeline = Pipeline(Database(engine, options), llm, options)
     try:
         answer = pipeline.answer(args.question)
+    except NoDataError as error:  # no table or column holds what was asked: a question for another source
+        print(f"no data: {error}", file=sys.stderr)
+        if args.json:
+            print(json.dumps(error.report.to_dict(), default=str, indent=2))
+        return EXIT_NO_DATA
     except NoAnswerError as error:
         print(f"error: {error}", file=sys.stderr)
         if args.json:
@@ -106,7 +117,7 @@ def _ask(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="verifiedsql", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    ask = commands.add_parser("ask", help="answer a question about a database")
+    ask = commands.add_parser("ask", help="answer a question about a database", epilog=EXIT_STATUSES)
     ask.add_argument("url", help="SQLAlchemy URL, e.g. sqlite:///examples/shop.db")
     ask.add_argument("question")
     ask.add_argument("--json", action="store_true", help="print rows and the full report as JSON")
@@ -116,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--schema", help="database schema/namespace to use")
     ask.add_argument("--require", choices=list(CONFIDENCE_TIERS),
                      help="lowest confidence tier to accept; below it the exit status is 3 (default: none)")
+    ask.add_argument("--scope-check", action="store_true",
+                     help="below probable, ask the model whether the schema holds the data (off by default)")
     ask.set_defaults(handler=_ask)
     add_llm_commands(commands)
     add_bench_commands(commands)

@@ -74,6 +74,9 @@ class Options:
     question_timeout_s: float = 600.0  # wall-time budget of one question, every stage and model call included
     # the lowest confidence tier an answer may have; below it the question raises UnverifiedAnswerError
     require: Confidence | None = None
+    # below probable (or with no candidate that ran): ask the model once whether the schema holds the data;
+    # a clear "no" raises NoDataError (stages/scope.py)
+    scope_check: bool = False
     schema: str | None = None
     # PostgreSQL: run each generated query under SET LOCAL ROLE <question_role> (e.g. a role with pg_read_all_data)
     question_role: str | None = None
@@ -83,6 +86,10 @@ class Options:
     schema_repair: bool = True  # on by default: measured on Spider dev (README, Benchmarks)
     # prompt rules from the schema (date columns named, year columns named) instead of the dialect's fixed ones
     schema_hints: bool = True
+    # a refinement after an unknown table or column also shows what the schema says about that name
+    schema_facts: bool = True
+    # look each string or date literal a candidate compares with a column up in that column (stages/literals.py)
+    check_literals: bool = True
     verify: bool = False  # check each candidate that ran against the question's constraints and repair it
     max_repairs: int = 3
     probe: bool = False  # let the model run exploratory queries first; findings go into the prompt

@@ -76,6 +76,17 @@ class NoAnswerError(VerifiedSQLError):
         self.report = report
 
 
+class NoDataError(NoAnswerError):
+    """The database holds no data for this question: the answer would read no table, every candidate failed
+    on a table or column the database does not have (``missing`` names them), or, with ``scope_check``, the
+    model said the schema does not hold the data. A ``NoAnswerError``, so ``except NoAnswerError`` still
+    catches it; ``report`` shows every attempt (``verifiedsql/stages/scope.py`` decides)."""
+
+    def __init__(self, message: str, report: Any, missing: tuple[str, ...] = ()) -> None:
+        super().__init__(message, report)
+        self.missing = missing
+
+
 class UnverifiedAnswerError(VerifiedSQLError):
     """The answer's confidence tier is below the ``require`` option. The best answer is still here: its
     ``rows``, ``columns`` and ``report`` (with the evidence)."""

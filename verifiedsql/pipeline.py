@@ -16,6 +16,7 @@ from .errors import EmptySchemaError, NoAnswerError, QuestionError, QuestionTime
 from .llm.base import ChatModel
 from .report import VerificationReport
 from .results import ResultSet
+from .stages import scope
 from .stages.base import ContextStage, Pool, PoolStage
 from .stages.cluster import cluster_runs, select_majority
 from .stages.context import QuestionContext
@@ -23,6 +24,7 @@ from .stages.dpc import DualParadigmTesting
 from .stages.evidence import DEFAULT_RULE as TIER_RULE
 from .stages.evidence import gather_evidence, vote_share
 from .stages.generate import CandidateGenerator
+from .stages.literals import LiteralChecks
 from .stages.pvsql import ModelProbing, ValueGrounding, VerifyAndRepair
 from .stages.r3 import PeerReviewStage
 from .stages.reforce import ConsensusEnforcement, SchemaCompression
@@ -94,7 +96,8 @@ def _nothing_ran(report: VerificationReport) -> str:
     return f"the end of the question, with no candidate that ran successfully ({counts}; see the report)"
 
 
-CONTEXT_STAGES: tuple[ContextStage, ...] = (SchemaCompression(), ValueGrounding(), ModelProbing(), VerifyAndRepair())
+CONTEXT_STAGES: tuple[ContextStage, ...] = (SchemaCompression(), ValueGrounding(), ModelProbing(), LiteralChecks(),
+                                          VerifyAndRepair())
 """Before generation, in this order; each adds prompt context or a candidate check when its option is on."""
 
 POOL_STAGES: tuple[PoolStage, ...] = (ConsensusEnforcement(), ExecutionTracing(), PeerReviewStage(),
@@ -103,9 +106,10 @@ POOL_STAGES: tuple[PoolStage, ...] = (ConsensusEnforcement(), ExecutionTracing()
 
 
 class Pipeline:
-    """Reflect the schema -> context stages (compress, ground values, probe, verify and repair) -> generate
-    (self-refinement, candidate checks) -> cluster and vote -> pool stages (consensus, VET, review, DPC)
-    -> answer. A stage runs only when its option is on (DPC also on a tie that consensus left).
+    """Reflect the schema -> context stages (compress, ground values, probe, literal checks, verify and repair)
+    -> generate (self-refinement, candidate checks) -> cluster and vote -> pool stages (consensus, VET, review, DPC)
+    -> answer (or ``NoDataError`` when the data cannot answer it: ``stages/scope.py``). A stage runs only
+    when its option is on (DPC also on a tie that consensus left).
 
     The whole question runs within ``question_timeout_s``: the question's context caps every model call
     and query by the time left, and the stages stop when it is gone. The answer is then the best candidate
@@ -164,12 +168,14 @@ class Pipeline:
             report.reason = "no candidate could be run"
             if deadline.exhausted or deadline.expired:
                 raise deadline.error(_nothing_ran(report))
+            scope.check_unanswered(ctx)  # NoDataError when no table or column could answer it
             raise NoAnswerError(
                 "none of the generated queries ran successfully; see the report's candidates for the "
                 "errors, rephrase the question, or use a larger model.",
                 report,
             )
         answer = self._finish(ctx, pool, deadline)
+        scope.check_answer(ctx)  # NoDataError when the answer reads no table (or the model says no data)
         self._require(answer)
         return answer
 

@@ -18,10 +18,10 @@ MatchKind = Literal["exact", "case-insensitive", "prefix", "contains"]
 # what a model call was for (``ChatRequest.purpose``), by stage: generation and refinement; verify's repair;
 # PV-SQL's probes; schema linking (compress_schema); ReFoRCE's column exploration and its corrections; DPC's
 # schema slice, distinguishing database and pandas solver; R3's reviewer professions, reviews and revisions;
-# VET's steps, stop check, SQL reconstruction and restated question
+# VET's steps, stop check, SQL reconstruction and restated question; the answer step's scope check (scope_check)
 LLMPurpose = Literal[
     "generate", "refine", "repair", "probe", "link", "explore", "explore-fix", "slice", "mdd", "solver",
-    "review-professions", "review", "review-revise", "vet-step", "vet-stop", "vet-sql", "vet-question",
+    "review-professions", "review", "review-revise", "vet-step", "vet-stop", "vet-sql", "vet-question", "scope",
 ]
 
 
@@ -154,6 +154,23 @@ class Repair:
     row_count: int | None = None
 
 
+LiteralOutcome = Literal["found", "repaired", "variant", "elsewhere", "absent", "unchecked"]
+
+
+@dataclass
+class LiteralCheck:
+    """A string or date literal of a candidate's SQL, looked up in the column it is compared with
+    (``check_literals``). ``outcome``: ``found`` as written; ``repaired`` (a case, whitespace or near variant
+    is stored, and the SQL now compares with it); ``variant`` (one is stored, but the repaired SQL did not
+    run); ``elsewhere`` (not in the column, but in a text column of a table linked to its table by a key);
+    ``absent`` (in neither); ``unchecked`` (the lookup failed, or past the per-candidate limit)."""
+
+    literal: str
+    column: str  # table.column, as the schema names them
+    outcome: LiteralOutcome
+    detail: str = ""
+
+
 @dataclass
 class Candidate:
     """One generated SQL, how it fared, and which result cluster it landed in."""
@@ -172,6 +189,13 @@ class Candidate:
     checks: list[str] = field(default_factory=list)  # checks the final SQL passed, e.g. parse, explain, run
     # schema_repair: what the deterministic repair changed, e.g. "T2.Population -> T1.Population (column of country)"
     fixes: list[str] = field(default_factory=list)
+    literals: list[LiteralCheck] = field(default_factory=list)  # check_literals: each literal looked up
+
+    @property
+    def literal_hints(self) -> tuple[str, ...]:
+        """What the literal checks found against this SQL, one short line each (a literal that is stored in
+        a linked table, not in the column compared with it), for a later prompt to carry."""
+        return tuple(check.detail for check in self.literals if check.outcome == "elsewhere")
 
 
 ReviewVerdictKind = Literal["approve", "issues", "unclear", "unavailable"]

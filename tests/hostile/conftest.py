@@ -31,7 +31,7 @@ from fake_openai import FakeServer, Reply, completion
 import verifiedsql
 import verifiedsql.dbapi
 from verifiedsql import backends
-from verifiedsql.errors import NoAnswerError
+from verifiedsql.errors import NoAnswerError, NoDataError
 from verifiedsql.llm.prompts import REFINE_USER
 from verifiedsql.report import VerificationReport
 from verifiedsql.stages.pvsql.prompts import REPAIR_USER
@@ -219,7 +219,9 @@ class World:
         return found
 
     def ask(self, api: Api, question: str) -> Outcome:
-        """Ask through one public API; ``NoAnswerError`` becomes an unanswered outcome, anything else raises."""
+        """Ask through one public API; ``NoAnswerError`` becomes an unanswered outcome, anything else raises.
+        A ``NoDataError`` on SQL that ran (constants only: it reads no table) is a harmless read that the
+        answer step then refused to return: it counts as answered, with no rows."""
         try:
             if api == "engine":
                 with self.engine.connect() as conn:
@@ -231,6 +233,8 @@ class World:
                 cursor.execute(question, mode="question")
                 rows, report = cursor.fetchall(), cursor.verification
                 cursor.close()
+        except NoDataError as error:
+            return Outcome(error.report, answered=error.report.sql is not None)
         except NoAnswerError as error:
             return Outcome(error.report, answered=False)
         return Outcome(report, answered=True, rows=[tuple(r) for r in rows])

@@ -1,4 +1,5 @@
-"""``verifiedsql bench spider ...``: the command line of the Spider accuracy harness."""
+"""``verifiedsql bench spider | tiers | scope``: the command lines of the Spider accuracy harness, the tier fit
+and the out-of-scope question set."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def add_spider_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_bench_commands(subparsers: Any) -> None:
-    """Register ``bench spider`` on the main parser's subparsers."""
+    """Register ``bench spider``, ``bench tiers`` and ``bench scope`` on the main parser's subparsers."""
     bench = subparsers.add_parser("bench", help="benchmarks (Spider accuracy)")
     commands = bench.add_subparsers(dest="bench_command", required=True)
     spider = commands.add_parser("spider", help="Spider dev execution accuracy per strategy")
@@ -48,6 +49,47 @@ def add_bench_commands(subparsers: Any) -> None:
     tiers.add_argument("--seed", type=int, default=0, help="the seed of the split into halves (default 0)")
     tiers.add_argument("--json", action="store_true", help="print the figures as JSON")
     tiers.set_defaults(handler=run_tiers_command)
+    scope = commands.add_parser("scope", help="questions the data cannot answer (benchmarks/out_of_scope.json): "
+                                              "how each strategy ends on them, on SQLite")
+    add_scope_arguments(scope)
+    scope.set_defaults(handler=run_scope_command)
+
+
+def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
+    from .scope import DEFAULT_QUESTIONS, DEFAULT_STRATEGIES
+    from .spider import DEFAULT_CACHE, DEFAULT_OUT
+
+    parser.add_argument("--questions", type=Path, default=DEFAULT_QUESTIONS,
+                        help=f"the question set (default {DEFAULT_QUESTIONS})")
+    parser.add_argument("-n", "--n", type=int, help="only the first N questions of the set (default: all)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR,
+                        help=f"Spider dev folder with database/ (default {DEFAULT_DATA_DIR})")
+    parser.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES),
+                        help=f"comma-separated, from {sorted(STRATEGIES)} (default {','.join(DEFAULT_STRATEGIES)})")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
+                        help=f"record/replay cache shared by the strategies (default {DEFAULT_CACHE})")
+    parser.add_argument("--replay", action="store_true", help="replay the cache only: no model is needed")
+    parser.add_argument("--model", choices=["1.5b", "0.5b"], default="1.5b", help="embedded model (default 1.5b)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the summary from the records stored so far; answer nothing")
+
+
+def run_scope_command(args: argparse.Namespace) -> int:
+    from .scope import ScopeConfig, run_scope
+
+    config = ScopeConfig(
+        questions_path=args.questions, data_dir=args.data, n=args.n, strategies=parse_strategies(args.strategies),
+        cache_path=args.cache, replay=args.replay, model=args.model, out_dir=args.out, report_only=args.report_only,
+    )
+    run = run_scope(config, progress=(lambda line: None) if args.quiet else _print_stderr)
+    for strategy, figures in run.summary.items():
+        counts = ", ".join(f"{name} {n}" for name, n in figures["outcomes"].items() if n)
+        print(f"{strategy:<30} n={figures['questions']:<3} {counts or 'no records'}; verified: {figures['verified']}")
+    for kind, path in run.outputs.items():
+        print(f"{kind}: {path}")
+    return 0
 
 
 def run_tiers_command(args: argparse.Namespace) -> int:

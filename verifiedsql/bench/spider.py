@@ -17,14 +17,14 @@ from typing import Any, Callable
 
 from ..config import Options
 from ..database import Database
-from ..errors import LLMError, NoAnswerError, ReplayMissError
+from ..errors import LLMError, NoAnswerError, NoDataError, ReplayMissError
 from ..llm import chat_model_for
 from ..llm.base import ChatModel
 from ..llm.models import MODELS
 from ..pipeline import Pipeline
 from ..report import VerificationReport
 from .data import DEFAULT_DATA_DIR, Example, load_examples, stratified_sample
-from .engines import gold_connection, open_target, schema_for
+from .engines import gold_connection, has_database, open_target, schema_for
 from .hardness import hardness
 from .metrics import Summary, summarize
 from .report import write_outputs
@@ -153,14 +153,15 @@ def _stage_fields(report: VerificationReport | None) -> dict[str, Any]:
 
 def answer_one(pipeline: Pipeline, example: Example, gold: Gold, grader: CandidateGrader) -> dict[str, Any]:
     """Answer one question with one pipeline and grade it (not including the strategy's name)."""
-    status, error, sql, result = "answered", None, None, None
+    status, error, sql, result, no_data = "answered", None, None, None, False
     report: VerificationReport | None = None
     start = time.perf_counter()
     try:
         answer = pipeline.answer(example.question)
         report, sql, result = answer.report, answer.sql, answer.result
-    except NoAnswerError as exc:
+    except NoAnswerError as exc:  # NoDataError too: still no answer, marked "no_data"
         status, error, report = "no_answer", str(exc), exc.report
+        no_data = isinstance(exc, NoDataError)
     except (LLMError, ReplayMissError) as exc:  # a replay miss: this question was never recorded
         status, error = "llm_error", str(exc)
     wall = time.perf_counter() - start
@@ -175,6 +176,7 @@ def answer_one(pipeline: Pipeline, example: Example, gold: Gold, grader: Candida
     return {
         "id": example.id, "db_id": example.db_id, "question": example.question, "gold": example.gold,
         "hardness": hardness(example.gold), "status": status, "error": error or gold.error,
+        "no_data": no_data,
         "sql": sql, "correct": matches(result, gold),
         "pass_at_n": any(c["correct"] for c in candidates),
         "candidates": candidates,
@@ -230,6 +232,12 @@ def run_spider(config: SpiderConfig, llm: ChatModel | None = None, progress: Pro
     """Run (or resume) the benchmark and write its JSON, Markdown and PNG; returns the records."""
     examples = load_examples(config.data_dir)
     sample = examples if config.n is None else stratified_sample(examples, config.n, config.seed)
+    # The same seeded questions on every engine, less those whose database this engine cannot load.
+    missing = [e for e in sample if not has_database(config.engine, config.data_dir, e.db_id)]
+    if missing:
+        progress(f"{len(missing)} of {len(sample)} questions skipped: no {config.engine} copy of "
+                 f"{', '.join(sorted({e.db_id for e in missing}))}")
+        sample = [e for e in sample if has_database(config.engine, config.data_dir, e.db_id)]
     # A seeded shuffle: every prefix of the run is a uniform subsample, so a partial run is unbiased.
     order = list(sample)
     random.Random(config.seed).shuffle(order)

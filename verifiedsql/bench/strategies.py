@@ -20,6 +20,13 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # prompts are the same either way).
     "greedy+repair+hints": {"candidates": 1, "schema_repair": True, "schema_hints": True},
     "self-consistency+repair+hints": {"candidates": 5, "schema_repair": True, "schema_hints": True},
+    # A refinement after an unknown table or column shows the schema's facts about it: new refinement requests.
+    "greedy+repair+facts": {"candidates": 1, "schema_repair": True, "schema_facts": True},
+    "self-consistency+repair+facts": {"candidates": 5, "schema_repair": True, "schema_facts": True},
+    # The same candidate requests as greedy+repair / self-consistency+repair: each literal compared with a
+    # column is then looked up there (a stored variant repaired, a name held in a linked table rewritten).
+    "greedy+repair+literals": {"candidates": 1, "schema_repair": True, "check_literals": True},
+    "self-consistency+repair+literals": {"candidates": 5, "schema_repair": True, "check_literals": True},
     # Same candidate requests as self-consistency (verify only adds repair calls), so the cache is shared.
     "+verify": {"candidates": 5, "verify": True},
     "+ground": {"candidates": 5, "ground_values": True},
@@ -43,6 +50,10 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "+vet": {"candidates": 5, "vet": True},
     # VET as a strategy of its own: greedy's one candidate, and the trace-verified SQL where one is accepted.
     "vet-only": {"candidates": 1, "vet": True},
+    # The same candidate requests as greedy+repair / self-consistency+repair; below probable (or with no query
+    # that ran), one zero-temperature question: does the schema hold the data? (scope_check)
+    "greedy+repair+scope": {"candidates": 1, "schema_repair": True, "scope_check": True},
+    "self-consistency+repair+scope": {"candidates": 5, "schema_repair": True, "scope_check": True},
 }
 
 REFERENCE = "self-consistency"  # the baseline of "gap closed"
@@ -59,7 +70,8 @@ def parse_strategies(text: str) -> list[str]:
 
 # What every strategy starts from unless it says otherwise: the stages whose default is on are off, so that a
 # strategy's name means the same pipeline as when its figures were recorded (``+repair`` turns repair on).
-BASELINE: dict[str, Any] = {"schema_repair": False, "schema_hints": False}
+BASELINE: dict[str, Any] = {"schema_repair": False, "schema_hints": False, "schema_facts": False,
+                            "check_literals": False}
 
 
 def strategy_options(name: str, base: Mapping[str, Any]) -> Options:

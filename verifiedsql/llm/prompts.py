@@ -22,6 +22,13 @@ REFINE_USER = (
     "Write a corrected query for the same question. Return only the SQL in a ```sql code block."
 )
 
+# The same turn with what the schema says about the name the error reports missing (``schema_facts``).
+REFINE_FACTS_USER = (
+    "The query below failed on {dialect}.\n\n```sql\n{sql}\n```\n\nError: {error}\n\n"
+    "What the schema says:\n{facts}\n\n"
+    "Write a corrected query for the same question. Return only the SQL in a ```sql code block."
+)
+
 
 def dialect_hints(profile: DialectProfile) -> str:
     """The dialect's prompt hints as a list of rules, one ``- `` line each."""
@@ -47,8 +54,10 @@ def generation_follow_up(
 
 
 def refinement_messages(
-    profile: DialectProfile, schema_text: str, question: str, sql: str, error: str
+    profile: DialectProfile, schema_text: str, question: str, sql: str, error: str, facts: str = ""
 ) -> tuple[Message, ...]:
-    """A follow-up turn showing the failed SQL and the database's error."""
-    user = REFINE_USER.format(dialect=profile.display_name, sql=sql, error=error[:600])
+    """A follow-up turn showing the failed SQL and the database's error, and the schema's ``facts`` about
+    it when there are any (``stages/schema_facts.py``)."""
+    template = REFINE_FACTS_USER if facts else REFINE_USER
+    user = template.format(dialect=profile.display_name, sql=sql, error=error[:600], facts=facts)
     return generation_follow_up(profile, schema_text, question, sql, user)

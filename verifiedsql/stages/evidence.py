@@ -8,6 +8,10 @@ Each check looks at the answer from one side and says ``for``, ``against`` or ``
 - ``refinement``: the chosen SQL needed self-refinement or a repair before it ran (neutral: the repaired SQL
   still has to win the vote);
 - ``constraints``: the question's constraints (``verify``), met or not;
+- ``literals``: the string and date literals the chosen SQL compares with columns (``check_literals``):
+  ``for`` when every one is stored in its column as written; ``against`` when one is not, but is stored in a
+  table linked to the column's table by a key (a name compared with a column of ids); neutral when one is
+  stored nowhere (an empty answer may be right) or was repaired to the stored variant;
 - ``dpc``, ``trace``, ``review``: what the dual-paradigm test, the execution trace and the R3 review
   concluded, when they ran;
 - ``time``: the question's time budget ran out before every check was done.
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ..errors import UnsafeSQLError
-from ..report import Confidence, Evidence, VerificationReport
+from ..report import Candidate, Confidence, Evidence, EvidenceVerdict, LiteralOutcome, VerificationReport
 from ..results import ResultSet
 from ..safety import parse_one_query
 from .base import Pool
@@ -76,6 +80,30 @@ def reads_a_table(sql: str, ctx: QuestionContext) -> bool:
     return any(True for _ in tree.find_all(exp.Table))
 
 
+_LITERAL_VERDICTS: tuple[tuple[LiteralOutcome, EvidenceVerdict], ...] = (
+    ("elsewhere", "against"), ("absent", "neutral"), ("repaired", "neutral"), ("variant", "neutral"))
+
+
+def _literals(chosen: Candidate) -> list[Evidence]:
+    """The literal checks of the chosen SQL (``check_literals``); nothing when it compares no literal."""
+    checks = chosen.literals
+    if not checks:
+        return []
+    found: list[Evidence] = []
+    for outcome, verdict in _LITERAL_VERDICTS:
+        details = [check.detail for check in checks if check.outcome == outcome]
+        if details:
+            found.append(Evidence("literals", verdict, "; ".join(details)))
+    if all(check.outcome == "found" for check in checks):
+        found.append(Evidence("literals", "for", f"{_count(len(checks))} compared with a column "
+                              f"{'is' if len(checks) == 1 else 'are'} stored there as written"))
+    return found
+
+
+def _count(n: int) -> str:
+    return "the one literal" if n == 1 else f"all {n} literals"
+
+
 def _stage_checks(report: VerificationReport, chosen_sql: str, cluster: set[int]) -> list[Evidence]:
     found: list[Evidence] = []
     if report.dpc is not None and report.dpc.status == "decided":
@@ -106,6 +134,7 @@ def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[E
     if chosen.attempts:
         found.append(Evidence("refinement", "neutral",
                               f"the chosen SQL ran after {len(chosen.attempts)} failed or repaired version(s)"))
+    found += _literals(chosen)
     if ctx.options.verify:
         found.append(Evidence("constraints", "against" if chosen.violations else "for",
                               "; ".join(chosen.violations) if chosen.violations

@@ -20,6 +20,7 @@ from ..results import ResultSet
 from ..safety import outermost_orders, parse_one_query
 from .context import QuestionContext
 from .repair import repair_failure
+from .schema_facts import schema_facts
 
 # Tokens whose text is kept as written in ``sql_key``: names, literals, parameters (the rest are keywords,
 # operators and punctuation, compared without case).
@@ -187,7 +188,8 @@ class CandidateGenerator:
                 break
             candidate.attempts.append(candidate.sql)
             messages: tuple[Message, ...] = refinement_messages(
-                self.ctx.profile, schema_text, question, candidate.sql, execution.error or ""
+                self.ctx.profile, schema_text, question, candidate.sql, execution.error or "",
+                self._facts(candidate.sql, execution.error or ""),
             )
             request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
                                   seed=candidate.index, purpose="refine")
@@ -211,6 +213,13 @@ class CandidateGenerator:
             candidate.truncated = execution.result.truncated
         seen.end(run)
         return run
+
+    def _facts(self, sql: str, error: str) -> str:
+        """What the schema says about the name ``error`` reports missing (``schema_facts``), else ""."""
+        if not self.options.schema_facts:
+            return ""
+        profile = self.database.profile
+        return schema_facts(self.ctx.schema, profile.name, profile.sqlglot_dialect, sql, error)
 
     def _repair(self, candidate: Candidate, failed: Execution) -> Execution:
         """Deterministic schema-aware repair of the candidate's failing SQL (``schema_repair``), before any

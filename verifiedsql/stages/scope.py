@@ -1,0 +1,116 @@
+"""Questions the data cannot answer: the answer step's rules that end a question in ``NoDataError`` (a
+``NoAnswerError``) instead of an answer or the plain ``NoAnswerError``. The pipeline calls ``check_unanswered``
+when no candidate ran and ``check_answer`` once the answer has its evidence and tier. Every rule reads only
+the report, the reflected schema and the engine's errors; none is tuned to a question.
+
+- **No table read** (``check_answer``): the selected answer reads no table (its ``tables`` evidence is
+  against it: it is built only from constants), so what it says comes from the model, not from the data.
+- **Missing names** (``check_unanswered``): no candidate ran, and every candidate's final error (after repair
+  and refinement) is a schema-name error (``failures.error_class``: unknown table or unknown column). A
+  name the error gives must be no table or column anywhere in the schema: a column that exists in another
+  table, or an alias the query did not define ("missing FROM-clause entry"), is a mistake of the query, not
+  missing data, and leaves the old ``NoAnswerError``. The error names the missing names it could read.
+- **Scope check** (``scope_check``, off by default): when the answer's tier is below ``probable``, or no
+  candidate ran and the rules above did not decide, the model is asked once, at temperature 0
+  (``scope_prompts.py``), whether the schema holds the data; a clear NO (``llm.replies.yes_no``) ends the
+  question. Anything else, a failed or cut-off call included, leaves the outcome as it was.
+
+The message says what to do (ask about what the tables hold, and names them) and states nothing the model
+made up as a fact: not the constants of an answer, and the model's NO only as what the model said.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from ..errors import LLMError, NoDataError, QuestionTimeoutError
+from ..failures import SCHEMA_NAME_CLASSES, error_class, missing_name
+from ..llm.replies import yes_no
+from ..report import VerificationReport
+from ..schema import Schema
+from .context import QuestionContext
+from .scope_prompts import SCOPE_MAX_TOKENS, scope_messages
+
+SHOWN_TABLES = 12  # table names listed in the message; more are counted
+_ALIAS_ERROR = re.compile(r"missing from-clause entry", re.IGNORECASE)
+
+
+def _tables(schema: Schema) -> str:
+    names = [table.name for table in schema.tables]
+    shown = ", ".join(names[:SHOWN_TABLES])
+    return shown + (f" and {len(names) - SHOWN_TABLES} more" if len(names) > SHOWN_TABLES else "")
+
+
+def no_data(ctx: QuestionContext, reason: str, missing: tuple[str, ...] = ()) -> NoDataError:
+    """The ``NoDataError`` for ``reason``, with the report (its reason and a note say why)."""
+    ctx.report.reason = f"no data: {reason}"
+    ctx.note(f"no data for this question: {reason}")
+    return NoDataError(
+        f"the database holds no data for this question: {reason}. Ask about what its tables hold "
+        f"({_tables(ctx.schema)}); the report's candidates show every attempt.",
+        ctx.report, missing)
+
+
+def schema_names(schema: Schema) -> set[str]:
+    """Every table and column name of the schema, lower-cased."""
+    return {table.name.lower() for table in schema.tables} | {
+        column.name.lower() for table in schema.tables for column in table.columns}
+
+
+def missing_names(report: VerificationReport, schema: Schema) -> tuple[str, ...] | None:
+    """The names the candidates' errors say are missing, in order (empty when no error gives one), when
+    every candidate failed on a table or column the schema does not have; None otherwise."""
+    if not report.candidates:
+        return None
+    known, missing = schema_names(schema), []
+    for candidate in report.candidates:
+        if candidate.status == "ok" or error_class(candidate.status, candidate.error) not in SCHEMA_NAME_CLASSES:
+            return None
+        if _ALIAS_ERROR.search(candidate.error or ""):
+            return None  # an alias the query did not define: its own mistake
+        found = missing_name(candidate.error)
+        if found is not None:
+            if found[1].lower() in known:
+                return None  # the schema has it, elsewhere: a mistake of the query, not missing data
+            missing.append(found[1])
+    return tuple(dict.fromkeys(missing))
+
+
+def _model_says_no(ctx: QuestionContext) -> bool:
+    """With ``scope_check``: the model, asked once at temperature 0, says the schema does not hold the data."""
+    if not ctx.options.scope_check or ctx.deadline.expired:
+        return False
+    start = time.perf_counter()
+    try:
+        reply = ctx.ask(scope_messages(ctx.schema_text, ctx.question), "scope", max_tokens=SCOPE_MAX_TOKENS)
+    except (LLMError, QuestionTimeoutError) as error:
+        ctx.note(f"the scope check was not done: {error}")
+        return False
+    finally:
+        ctx.report.timings["scope"] = round(time.perf_counter() - start, 4)
+    verdict = yes_no(reply.text)
+    ctx.note("scope check: the model said " + {True: "YES", False: "NO", None: "neither YES nor NO"}[verdict])
+    return verdict is False
+
+
+def check_unanswered(ctx: QuestionContext) -> None:
+    """No candidate ran: ``NoDataError`` when every failure names a table or column the database does not have,
+    or (``scope_check``) when the model says the schema does not hold the data; else nothing."""
+    missing = missing_names(ctx.report, ctx.schema)
+    if missing is not None:
+        names = f" ({', '.join(missing)})" if missing else ""
+        raise no_data(ctx, "every query written for it asks for a table or column the database does not "
+                           f"have{names}", missing)
+    if _model_says_no(ctx):
+        raise no_data(ctx, "no query ran, and asked whether the schema holds this data, the model said no")
+
+
+def check_answer(ctx: QuestionContext) -> None:
+    """The answer has its evidence and tier: ``NoDataError`` when it reads no table, or (``scope_check``) when
+    it is below ``probable`` and the model says the schema does not hold the data; else nothing."""
+    if any(e.check == "tables" and e.verdict == "against" for e in ctx.report.evidence):
+        raise no_data(ctx, "the answer reads no table (it is built only from values the model wrote)")
+    if not ctx.report.at_least("probable") and _model_says_no(ctx):
+        raise no_data(ctx, f"the answer is only {ctx.report.confidence}, and asked whether the schema holds this "
+                           "data, the model said no")
