@@ -109,8 +109,11 @@ def table_row(section: str, strategy: str) -> dict[str, str]:
     raise AssertionError(f"no table row for {strategy!r}")
 
 
-def run_replay(name: str, out: Path) -> subprocess.Popen:
+def run_replay(name: str, out: Path, postgres_url: str | None = None) -> subprocess.Popen:
     args = readme_replay_commands()[name]
+    if "--pg-url" in args:  # the README names a server of its own; the replay loads the dumps into the fixture's
+        assert postgres_url, f"{name} replays on PostgreSQL"
+        args[args.index("--pg-url") + 1] = postgres_url
     cache = out / "llm-cache.sqlite"  # a copy: the replay opens it in WAL mode and must not touch the committed file
     shutil.copy(ROOT / "benchmarks" / "runs" / name / "llm-cache.sqlite", cache)
     args[args.index("--cache") + 1] = str(cache)
@@ -124,11 +127,11 @@ def run_replay(name: str, out: Path) -> subprocess.Popen:
 
 
 @pytest.fixture(scope="module")
-def replays(tmp_path_factory):
+def replays(tmp_path_factory, postgres_url):
     """All the replays, started together; each test waits for its own."""
     if not (SPIDER / "dev.json").exists():
         pytest.fail(f"Spider dev data not found at {SPIDER}; set VERIFIEDSQL_SPIDER_DIR")
-    running = {name: run_replay(name, tmp_path_factory.mktemp(name)) for name in EXPECTED}
+    running = {name: run_replay(name, tmp_path_factory.mktemp(name), postgres_url) for name in EXPECTED}
     yield running
     for process in running.values():
         if process.poll() is None:
@@ -138,7 +141,10 @@ def replays(tmp_path_factory):
 
 def test_the_table_covers_every_cited_cache():
     assert sorted(readme_replay_commands()) == sorted(EXPECTED)
-    assert sorted(EXPECTED) == sorted(p.parent.name for p in (ROOT / "benchmarks" / "runs").glob("*/llm-cache.sqlite"))
+    runs = ROOT / "benchmarks" / "runs"
+    assert sorted(EXPECTED) == sorted(p.parent.name for p in runs.glob("spider-*/llm-cache.sqlite"))
+    assert sorted(p.parent.name for p in runs.glob("*/llm-cache.sqlite") if not p.parent.name.startswith("spider-")) \
+        == sorted(SCOPE_RUNS)
 
 
 # Where the recorded prompts hold a sandboxed pandas traceback: its frames name the recording checkout's virtual
@@ -178,7 +184,8 @@ def test_readme_states_the_replayed_figures(name):
 
 # ------------------------------------------------------------------ schema repair, replayed from the same pools
 
-REPAIR_STRATEGIES = "greedy,self-consistency,greedy+repair,self-consistency+repair"
+REPAIR_STRATEGIES = ("greedy,self-consistency,greedy+repair,self-consistency+repair,greedy+repair+literals,"
+                     "self-consistency+repair+literals")
 REPAIR_RUNS = {"0.5b": ("spider-sqlite-0.5b-n200", "0.5B"), "1.5b": ("spider-sqlite-1.5b-n200", "1.5B")}
 
 
@@ -201,3 +208,34 @@ def test_the_repair_table_replays(model, tmp_path):
                       re.MULTILINE)
     stated = {strategy: (int(n), ex, pass_at_n) for n, strategy, ex, pass_at_n in rows}
     assert stated and stated == printed, (stated, done.stdout)
+
+
+# ------------------------------------------------------------- questions the data cannot answer (bench scope)
+
+SCOPE_RUNS = {"scope-sqlite-0.5b": "0.5b"}
+SCOPE_PRINTED = re.compile(r"^(\S+)\s+n=(\d+)\s+(.*); verified: (\d+)$", re.MULTILINE)
+OUTCOMES = ("no-data", "no-answer", "unverified", "doubtful", "probable", "verified")
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", sorted(SCOPE_RUNS))
+def test_the_scope_table_replays(name, tmp_path):
+    """The README's out-of-scope table (questions and each outcome per strategy) equals a replay of its cache."""
+    cache = tmp_path / "llm-cache.sqlite"
+    shutil.copy(ROOT / "benchmarks" / "runs" / name / "llm-cache.sqlite", cache)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIEDSQL_LLM_", "OPENAI_"))}
+    env.pop("VERIFIEDSQL_LOCAL_MODEL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "verifiedsql.cli", "bench", "scope", "--model", SCOPE_RUNS[name], "--replay",
+         "--cache", str(cache), "--out", str(tmp_path / "out"), "--data", str(SPIDER), "--quiet",
+         "--questions", str(ROOT / "benchmarks" / "out_of_scope.json")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=840)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = {}
+    for strategy, questions, counts, _ in SCOPE_PRINTED.findall(done.stdout):
+        found = dict(part.rsplit(" ", 1) for part in counts.split(", ") if part)
+        printed[strategy] = (questions, *(found.get(outcome, "0") for outcome in OUTCOMES))
+    section = README.read_text("utf-8").split("#### Questions the data cannot answer", 1)[1]
+    stated = {row[0]: tuple(row[1:]) for row in re.findall(
+        r"^\| ([\w+-]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", section, re.MULTILINE)}
+    assert printed and stated == printed, (stated, done.stdout)

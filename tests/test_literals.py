@@ -296,3 +296,17 @@ def test_schema_qualified_tables(engine_factory, dialect, schema):
     rows, report, _ = asked(engine, broken)
     assert rows == [(1,)]
     assert f"f.airline_id IN (SELECT airline_id FROM {schema}.airlines WHERE name = 'Delta Airlines')" in report.sql
+
+
+def test_sqlite_text_compared_with_a_number_is_compared_as_text(tmp_path):
+    """strftime() gives text with no affinity: ``= 2020`` never matches on SQLite; the literal becomes '2020'."""
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'years.db'}")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE visits (id INTEGER PRIMARY KEY, visited TEXT)")
+        conn.exec_driver_sql("INSERT INTO visits VALUES (1, '2020-03-01'), (2, '2021-05-02'), (3, '2020-07-09')")
+    sql = "SELECT COUNT(*) FROM visits WHERE strftime('%Y', visited) = 2020"
+    rows, report, _ = ask(engine, "How many visits in 2020?", [fenced(sql)], candidates=1)
+    assert rows == [(2,)]
+    assert any("never matches on SQLite" in fix for fix in report.candidates[0].fixes)
+    off, _, _ = ask(engine, "How many visits in 2020?", [fenced(sql)], candidates=1, check_literals=False)
+    assert off == [(0,)]

@@ -35,7 +35,8 @@ def test_new_stages_are_off_by_default():
 def test_default_requests_are_unchanged(tmp_path):
     url = f"sqlite:///{tmp_path / 'shop.db'}"
     load_shop(sa.create_engine(url)).dispose()
-    _, report, fake = ask(url, QUESTION, by_seed({0: GOOD, 1: BROKEN}, refine=GOOD), candidates=2)
+    _, report, fake = ask(url, QUESTION, by_seed({0: GOOD, 1: BROKEN}, refine=GOOD), candidates=2,
+                          schema_facts=True)
     database = Database(sa.create_engine(url), Options(llm=LLMSettings()))
     schema_text = render_schema(database.reflect())
     error = execute_candidate(context(database), BROKEN).error
@@ -44,7 +45,7 @@ def test_default_requests_are_unchanged(tmp_path):
     assert expected[1]["content"] == f"Database schema:\n{schema_text}\n\nQuestion: {QUESTION}"
     assert [r.purpose for r in fake.requests] == ["generate", "generate", "refine"]
     assert fake.requests[0].messages == expected and fake.requests[1].messages == expected
-    # By default the refinement also shows the schema's facts about the missing name (``schema_facts``).
+    # With ``schema_facts`` the refinement also shows the schema's facts about the missing name.
     facts = schema_facts(database.reflect(), "sqlite", "sqlite", BROKEN, error or "")
     assert facts
     assert fake.requests[2].messages == refinement_messages(profile, schema_text, QUESTION, BROKEN, error or "",
@@ -83,3 +84,14 @@ def test_report_fields_serialise():
     assert data["value_matches"][0]["value"] == "Brazil" and data["constraints"] == ['"top 3" needs ...']
     old = {f.name for f in dataclasses.fields(VerificationReport)}
     assert {"question", "sql", "candidates", "clusters", "llm_calls", "timings", "notes"} <= old
+
+
+def test_the_default_strategy_is_the_library_default():
+    base = {"llm": LLMSettings()}
+    shipped = Options(llm=LLMSettings())
+    default = strategy_options("default", base)
+    for name in ("schema_repair", "schema_hints", "schema_facts", "check_literals", "candidates", "scope_check",
+                 "verify", "dpc", "vet", "review", "consensus", "probe", "ground_values", "compress_schema"):
+        assert getattr(default, name) == getattr(shipped, name), name
+    assert strategy_options("default-greedy", base).candidates == 1
+    assert not strategy_options("self-consistency", base).schema_facts

@@ -9,6 +9,9 @@ from ..errors import ConfigurationError
 
 # name -> Options overrides. Every strategy shares the same candidate pool through the record/replay
 # cache: greedy's only request is self-consistency's candidate 0 (temperature 0, seed 0).
+# The stages that are on by default (``Options``); BASELINE below turns them off for the other strategies.
+DEFAULT_ON: dict[str, Any] = {"schema_repair": True, "schema_hints": True, "check_literals": True}
+
 STRATEGIES: dict[str, dict[str, Any]] = {
     "greedy": {"candidates": 1},
     "self-consistency": {"candidates": 5},
@@ -54,6 +57,10 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # that ran), one zero-temperature question: does the schema hold the data? (scope_check)
     "greedy+repair+scope": {"candidates": 1, "schema_repair": True, "scope_check": True},
     "self-consistency+repair+scope": {"candidates": 5, "schema_repair": True, "scope_check": True},
+    # What the library does with its default options (tests/test_stage_options.py keeps these in step with
+    # Options), and its greedy half: every stage that is on by default, on.
+    "default": {"candidates": 5, **DEFAULT_ON},
+    "default-greedy": {"candidates": 1, **DEFAULT_ON},
 }
 
 REFERENCE = "self-consistency"  # the baseline of "gap closed"
@@ -70,8 +77,7 @@ def parse_strategies(text: str) -> list[str]:
 
 # What every strategy starts from unless it says otherwise: the stages whose default is on are off, so that a
 # strategy's name means the same pipeline as when its figures were recorded (``+repair`` turns repair on).
-BASELINE: dict[str, Any] = {"schema_repair": False, "schema_hints": False, "schema_facts": False,
-                            "check_literals": False}
+BASELINE: dict[str, Any] = {name: False for name in DEFAULT_ON} | {"schema_facts": False}
 
 
 def strategy_options(name: str, base: Mapping[str, Any]) -> Options:

@@ -144,6 +144,8 @@ class LiteralChecker:
             return run
         try:
             fixes = self._apply(comparisons, found)
+            if self.profile.name == "sqlite":
+                fixes += never_matching(tree, self.dialect)
         except _READ_ERRORS:
             fixes = []
         repaired = self._rerun(candidate, tree, fixes) if fixes else None
@@ -431,6 +433,26 @@ class LiteralChecker:
         verb = "is" if len(lookups) == 1 else "are"
         return (f"{before} -> {rewritten.sql(dialect=self.dialect)} ({held} {verb} in "
                 f"{self._label(link.target, first.column)}, reached by {self._reach(link)})")
+
+
+# SQLite functions whose value is text with no column affinity: compared with a number, it never matches
+# (``strftime('%Y', d) = 2020`` is always false, since no conversion applies to either side).
+_TEXT_VALUED: tuple[type[exp.Expr], ...] = (exp.TimeToStr, exp.Substring, exp.Trim, exp.Lower, exp.Upper)
+
+
+def never_matching(tree: exp.Expr, dialect: str) -> list[str]:
+    """On SQLite: each comparison of a text-valued function with a number literal, which can never match, gets
+    the number as text (in place). Returns what changed, in words."""
+    fixes: list[str] = []
+    for node in tree.find_all(exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE):
+        for side, other in ((node.this, node.expression), (node.expression, node.this)):
+            if isinstance(side, _TEXT_VALUED) and isinstance(other, exp.Literal) and not other.is_string:
+                before = node.sql(dialect=dialect)
+                other.replace(exp.Literal.string(str(other.this)))
+                fixes.append(f"{before} -> {node.sql(dialect=dialect)} (text compared with a number never "
+                             "matches on SQLite)")
+                break
+    return fixes
 
 
 def _compared(node: exp.Expr) -> tuple[exp.Expr, list[exp.Expr], Op] | None:
