@@ -49,6 +49,10 @@ def add_bench_commands(subparsers: Any) -> None:
     tiers.add_argument("--seed", type=int, default=0, help="the seed of the split into halves (default 0)")
     tiers.add_argument("--json", action="store_true", help="print the figures as JSON")
     tiers.set_defaults(handler=run_tiers_command)
+    compare = commands.add_parser("compare", help="runs side by side on the questions all of them answered "
+                                                  "(e.g. SQLite and PostgreSQL on the same seeded questions)")
+    compare.add_argument("runs", nargs="+", help="RECORDS.jsonl:STRATEGY, two or more")
+    compare.set_defaults(handler=run_compare_command)
     scope = commands.add_parser("scope", help="questions the data cannot answer (benchmarks/out_of_scope.json): "
                                               "how each strategy ends on them, on SQLite")
     add_scope_arguments(scope)
@@ -100,6 +104,13 @@ def run_tiers_command(args: argparse.Namespace) -> int:
     records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]
     figures = fit_and_report(records, args.strategy, args.seed)
     print(json.dumps(figures, indent=2) if args.json else render(figures))
+    return 0
+
+
+def run_compare_command(args: argparse.Namespace) -> int:
+    from .compare import compare, load_side, render
+
+    print(render(compare([load_side(spec) for spec in args.runs])))
     return 0
 
 
