@@ -295,3 +295,17 @@ def test_bench_scope_resumes_and_reports_from_the_cli(bench, capsys):
     out = capsys.readouterr().out
     assert "greedy+repair" in out and "no records" in out
     assert (bench.out_dir / "scope-sqlite-qwen2.5-coder-0.5b.md").exists()
+
+
+@pytest.mark.parametrize(("sql", "name"), [(NO_COLUMN, "ticket_price"), (NO_TABLE, "sponsors")])
+def test_a_missing_name_is_no_data_on_every_engine(shop_engine, sql, name):
+    """Each engine's own error for a missing table or column is read (PostgreSQL, DuckDB, Snowflake, SQLite)."""
+    with pytest.raises(NoDataError) as info:
+        ask(shop_engine, "What did each ticket cost?", scripted(sql))
+    # as the engine names it: Snowflake folds unquoted names to upper case
+    assert tuple(n.lower() for n in info.value.missing) == (name,), info.value.report.candidates[0].error
+
+
+def test_an_answer_built_from_constants_is_no_data_on_every_engine(shop_engine):
+    with pytest.raises(NoDataError):
+        ask(shop_engine, "How do you say hello in French?", scripted(CONSTANT))
