@@ -194,6 +194,13 @@ def test_like_and_string_functions_on_a_number_cast_it_to_text(typed_engine):
                     "year -> CAST(year AS ")
 
 
+def test_an_average_of_text_holding_numbers_casts_it_to_a_number(typed_engine):
+    broken = "SELECT AVG(code) FROM films"
+    rows, report, model = repaired(typed_engine, broken)
+    assert [float(v) for (v,) in rows] == [1.75]
+    assert_repaired(report, model, broken, "code -> CAST(code AS ", "(AVG() of text holding numbers)")
+
+
 # ---------------------------------------------------------------------- refinement, as without it
 
 def refine_script(broken: str, fixed: str):

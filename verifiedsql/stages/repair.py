@@ -264,6 +264,7 @@ _STRING_FUNCTIONS: tuple[type[exp.Expr], ...] = tuple(
         "Lower", "Upper", "Substring", "Length", "Trim", "Left", "Right", "StrPosition", "Initcap", "Reverse",
     ) if hasattr(exp, name)
 )
+_NUMBER_FUNCTIONS: tuple[type[exp.Expr], ...] = (exp.Avg, exp.Sum, exp.Stddev, exp.Variance, exp.Round, exp.Abs)
 _COMPARISONS: tuple[type[exp.Expr], ...] = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 
 
@@ -683,6 +684,8 @@ class _Planner:
             if isinstance(node, (exp.Like, exp.ILike, *_STRING_FUNCTIONS)) \
                     and (option := self._to_text(scope, node)) is not None:
                 found.append(_Problem([option]))
+            if isinstance(node, _NUMBER_FUNCTIONS) and (option := self._to_number(scope, node)) is not None:
+                found.append(_Problem([option]))
         return found
 
     def _date_function(self, scope: Scope, node: exp.Expr) -> _Option | None:
@@ -761,6 +764,15 @@ class _Planner:
             return exp.Extract(this=exp.var("YEAR"), expression=node.copy())
         return _Option(f"{node.sql(dialect=self.dialect)} -> {build().sql(dialect=self.dialect)} "
                        "(a date compared with a year)", lambda: node.replace(build()), node)
+
+    def _to_number(self, scope: Scope, node: exp.Expr) -> _Option | None:
+        """AVG, SUM and the like of a text column whose sampled values are all numbers: cast it to a number."""
+        argument = node.this
+        column = self._column_of(scope, argument)
+        if column is None or kind_of(column.type) != "text" or not column.samples \
+                or not all(as_number(v) is not None for v in column.samples):
+            return None
+        return self._cast(argument, "NUMERIC", f"{node.key.upper()}() of text holding numbers")
 
     def _to_text(self, scope: Scope, node: exp.Expr) -> _Option | None:
         argument = node.this
