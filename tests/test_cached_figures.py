@@ -244,3 +244,27 @@ def test_the_scope_table_replays(name, tmp_path):
     stated = {row[0]: tuple(row[1:]) for row in re.findall(
         r"^\| ([\w+-]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", section, re.MULTILINE)}
     assert printed and stated == printed, (stated, done.stdout)
+
+
+# --------------------------------------------------- schema facts in the refinement prompt, on the same pool
+
+FACTS_STRATEGIES = "greedy+repair,greedy+repair+facts,self-consistency+repair,self-consistency+repair+facts"
+
+
+@pytest.mark.timeout(900)
+def test_the_schema_facts_table_replays(tmp_path):
+    """The README's schema-facts table (strategy, questions, EX, Pass@N) equals a replay of the 0.5B pool."""
+    cache = tmp_path / "llm-cache.sqlite"
+    shutil.copy(ROOT / "benchmarks" / "runs" / "spider-sqlite-0.5b-n200" / "llm-cache.sqlite", cache)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIEDSQL_LLM_", "OPENAI_"))}
+    env.pop("VERIFIEDSQL_LOCAL_MODEL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "verifiedsql.cli", "bench", "spider", "-n", "200", "--model", "0.5b", "--replay",
+         "--cache", str(cache), "--strategies", FACTS_STRATEGIES, "--out", str(tmp_path / "out"),
+         "--data", str(SPIDER), "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=840)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = {m[0]: (int(m[1]), m[2], m[3]) for m in PRINTED.findall(done.stdout)}
+    section = README.read_text("utf-8").split("#### Schema facts in the refinement prompt", 1)[1].split("```", 1)[0]
+    rows = re.findall(r"^\| ([\w+-]+) \| (\d+) \| ([\d.]+)% \| ([\d.]+)% \|", section, re.MULTILINE)
+    stated = {strategy: (int(n), ex, pass_at_n) for strategy, n, ex, pass_at_n in rows}
+    assert stated and stated == printed, (stated, done.stdout)

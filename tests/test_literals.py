@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from backends import DIALECTS
 from fakes import ScriptedChatModel, ask, by_seed, context, fenced
 
 from verifiedsql.bench.strategies import strategy_options
@@ -49,7 +50,7 @@ LINKED = [
     "INSERT INTO flights VALUES (1, 28, 'APG'), (1, 29, 'ABI'), (2, 44, 'APG'), (3, 7, 'CDG')",
 ]
 
-ENGINES = ["sqlite", "duckdb", "postgresql", "snowflake"]
+ENGINES = list(DIALECTS)
 
 
 def loaded(engine: sa.Engine, statements: list[str]) -> sa.Engine:
