@@ -13,8 +13,6 @@ from .strategies import STRATEGIES, parse_strategies
 
 
 def add_spider_arguments(parser: argparse.ArgumentParser) -> None:
-    from .spider import DEFAULT_CACHE, DEFAULT_OUT
-
     size = parser.add_mutually_exclusive_group()
     size.add_argument("-n", "--n", type=int, default=200, help="questions in the seeded sample (default 200)")
     size.add_argument("--all", action="store_true", help="every question of the dev set")
@@ -25,6 +23,14 @@ def add_spider_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pg-url", help="PostgreSQL server for --engine postgresql (SQLAlchemy URL)")
     parser.add_argument("--strategies", default="greedy,self-consistency",
                         help=f"comma-separated, from {sorted(STRATEGIES)} (default greedy,self-consistency)")
+    add_run_arguments(parser, "report")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, written: str) -> None:
+    """The options every model-answering bench command shares: cache, replay, model, output and progress;
+    ``written`` names what ``--report-only`` writes."""
+    from .spider import DEFAULT_CACHE, DEFAULT_OUT
+
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
                         help=f"record/replay cache shared by the strategies (default {DEFAULT_CACHE})")
     parser.add_argument("--replay", action="store_true", help="replay the cache only: no model is needed")
@@ -32,7 +38,7 @@ def add_spider_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--report-only", action="store_true",
-                        help="write the report from the records stored so far; answer nothing")
+                        help=f"write the {written} from the records stored so far; answer nothing")
 
 
 def add_bench_commands(subparsers: Any) -> None:
@@ -61,7 +67,6 @@ def add_bench_commands(subparsers: Any) -> None:
 
 def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
     from .scope import DEFAULT_QUESTIONS, DEFAULT_STRATEGIES
-    from .spider import DEFAULT_CACHE, DEFAULT_OUT
 
     parser.add_argument("--questions", type=Path, default=DEFAULT_QUESTIONS,
                         help=f"the question set (default {DEFAULT_QUESTIONS})")
@@ -70,14 +75,7 @@ def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"Spider dev folder with database/ (default {DEFAULT_DATA_DIR})")
     parser.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES),
                         help=f"comma-separated, from {sorted(STRATEGIES)} (default {','.join(DEFAULT_STRATEGIES)})")
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
-                        help=f"record/replay cache shared by the strategies (default {DEFAULT_CACHE})")
-    parser.add_argument("--replay", action="store_true", help="replay the cache only: no model is needed")
-    parser.add_argument("--model", choices=["1.5b", "0.5b"], default="1.5b", help="embedded model (default 1.5b)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
-    parser.add_argument("--report-only", action="store_true",
-                        help="write the summary from the records stored so far; answer nothing")
+    add_run_arguments(parser, "summary")
 
 
 def run_scope_command(args: argparse.Namespace) -> int:

@@ -36,7 +36,7 @@ from ..pipeline import Pipeline
 from ..report import CONFIDENCE_TIERS, VerificationReport
 from .data import DEFAULT_DATA_DIR, sqlite_path
 from .report import machine
-from .spider import DEFAULT_CACHE, DEFAULT_OUT, Progress, SpiderConfig, _DatabaseSet, _report_fields, _stderr
+from .spider import DEFAULT_CACHE, DEFAULT_OUT, Progress, SpiderConfig, _DatabaseSet, _report_fields, _stderr, file_name
 from .store import RecordStore
 from .strategies import strategy_options
 
@@ -96,7 +96,7 @@ class ScopeConfig:
 
     def run_name(self, model_name: str) -> str:
         """e.g. ``scope-sqlite-qwen2.5-coder-0.5b``."""
-        return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in f"scope-sqlite-{model_name}")
+        return file_name(f"scope-sqlite-{model_name}")
 
 
 @dataclass

@@ -62,7 +62,12 @@ class SpiderConfig:
     def run_name(self, model_name: str) -> str:
         """Output files are named after the engine and the model that answered, e.g.
         ``spider-sqlite-qwen2.5-coder-1.5b``: runs of different models never mix."""
-        return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in f"spider-{self.engine}-{model_name}")
+        return file_name(f"spider-{self.engine}-{model_name}")
+
+
+def file_name(text: str) -> str:
+    """``text`` with every character a file name should not hold replaced by ``_``."""
+    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in text)
 
 
 @dataclass
