@@ -14,14 +14,10 @@ from sqlglot.errors import SqlglotError
 from ..failures import missing_name
 from ..schema import Schema, Table
 from .common.catalog import Catalog, distance
+from .common.grouping import capped_list
 
 MAX_TABLES = 12  # tables named in one fact; more are counted
 MAX_COLUMNS = 16  # columns listed for one table
-
-
-def _listed(names: list[str], limit: int) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def _read_tables(sql: str, dialect: str, catalog: Catalog) -> list[Table]:
@@ -55,7 +51,7 @@ def _column_facts(catalog: Catalog, name: str, read: list[Table]) -> list[str]:
     holders = [t for t in catalog.schema.tables if t.column(name) is not None]
     bare = [catalog.bare(t) for t in holders]
     if holders:
-        facts = [f"Column {name} is in {'table' if len(holders) == 1 else 'tables'} {_listed(bare, MAX_TABLES)}."]
+        facts = [f"Column {name} is in {'table' if len(holders) == 1 else 'tables'} {capped_list(bare, MAX_TABLES)}."]
         for holder in holders:
             if holder in read:
                 continue
@@ -66,10 +62,10 @@ def _column_facts(catalog: Catalog, name: str, read: list[Table]) -> list[str]:
     facts = [f"No table has a column named {name}."]
     similar = _similar(catalog, name)
     if similar:
-        facts.append(f"Columns with similar names: {_listed(similar, MAX_COLUMNS)}.")
+        facts.append(f"Columns with similar names: {capped_list(similar, MAX_COLUMNS)}.")
     for table in read:
         columns = [c.name for c in table.columns]
-        facts.append(f"Columns of {catalog.bare(table)}: {_listed(columns, MAX_COLUMNS)}.")
+        facts.append(f"Columns of {catalog.bare(table)}: {capped_list(columns, MAX_COLUMNS)}.")
     return facts
 
 
@@ -90,7 +86,7 @@ def _similar(catalog: Catalog, name: str) -> list[str]:
 def _table_facts(catalog: Catalog, name: str) -> list[str]:
     tables = [catalog.bare(t) for t in catalog.schema.tables]
     near = [t for t in tables if distance(t.lower(), name.lower(), 2) <= 2]
-    facts = [f"No table is named {name}. The tables are: {_listed(tables, MAX_TABLES)}."]
+    facts = [f"No table is named {name}. The tables are: {capped_list(tables, MAX_TABLES)}."]
     if near:
         facts.append(f"Closest names: {', '.join(near)}.")
     return facts

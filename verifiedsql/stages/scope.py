@@ -29,6 +29,7 @@ from ..failures import SCHEMA_NAME_CLASSES, error_class, missing_name
 from ..llm.replies import yes_no
 from ..report import VerificationReport
 from ..schema import Schema
+from .common.grouping import capped_list
 from .context import QuestionContext
 from .scope_prompts import SCOPE_MAX_TOKENS, scope_messages
 
@@ -37,9 +38,7 @@ _ALIAS_ERROR = re.compile(r"missing from-clause entry", re.IGNORECASE)
 
 
 def _tables(schema: Schema) -> str:
-    names = [table.name for table in schema.tables]
-    shown = ", ".join(names[:SHOWN_TABLES])
-    return shown + (f" and {len(names) - SHOWN_TABLES} more" if len(names) > SHOWN_TABLES else "")
+    return capped_list([table.name for table in schema.tables], SHOWN_TABLES)
 
 
 def no_data(ctx: QuestionContext, reason: str, missing: tuple[str, ...] = ()) -> NoDataError:

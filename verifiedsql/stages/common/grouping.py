@@ -115,6 +115,11 @@ def group_tables(schema: Schema) -> list[TableGroup]:
     ]
 
 
+def capped_list(names: list[str], limit: int) -> str:
+    """The first ``limit`` names, comma-separated, and how many more there are: ``a, b and 3 more``."""
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
 def name_list(names: tuple[str, ...] | list[str]) -> str:
     """Names, comma-separated; a long list with a shared prefix or suffix writes it once:
     ``ga_sessions_<X> for X in 20160802, 20160803``."""

@@ -10,15 +10,11 @@ from dataclasses import replace
 from ...profiles import DialectProfile
 from ...schema import Schema
 from .facts import holds_dates, holds_years
+from .grouping import capped_list
 
 MAX_NAMED = 8  # columns named in one hint; more are counted
 YEAR_HINT = ("These columns hold years as plain numbers; compare them with numbers, never through date "
              "functions: {columns}.")
-
-
-def _named(columns: list[str]) -> str:
-    shown = ", ".join(columns[:MAX_NAMED])
-    return shown + (f" and {len(columns) - MAX_NAMED} more" if len(columns) > MAX_NAMED else "")
 
 
 def schema_hints(profile: DialectProfile, schema: Schema) -> tuple[str, ...]:
@@ -35,9 +31,9 @@ def schema_hints(profile: DialectProfile, schema: Schema) -> tuple[str, ...]:
                 years.append(name)
     hints = list(profile.schema_prompt_hints)
     if dates and profile.date_hint:
-        hints.append(profile.date_hint.format(columns=_named(dates)))
+        hints.append(profile.date_hint.format(columns=capped_list(dates, MAX_NAMED)))
     if years:
-        hints.append(YEAR_HINT.format(columns=_named(years)))
+        hints.append(YEAR_HINT.format(columns=capped_list(years, MAX_NAMED)))
     return tuple(hints)
 
 
