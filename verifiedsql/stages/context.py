@@ -2,14 +2,17 @@
 (bound to the question's deadline), the report, the sandbox, the schema, the schema text the prompts show,
 and the dialect profile whose rules they state. It is the one place where model calls and database queries
 are capped by the time left: a stage asks the model through ``ask``/``call`` and the database through
-``query``/``explain``, never directly."""
+``query``/``explain``, never directly. Each query and plan is logged at DEBUG on ``verifiedsql.sql``, and
+each model call on ``verifiedsql.llm`` (``logs``)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .. import logs
 from ..config import Options
 from ..database import Database
 from ..deadline import Deadline
@@ -80,12 +83,25 @@ class QuestionContext:
         """Run ``sql`` read-only behind both safety layers, its timeout (``timeout_s``, else the
         statement timeout) capped by the time left; ``QuestionTimeoutError`` when none is left."""
         self.deadline.check(doing)
-        return self.database.run_query(sql, timeout_s=self.deadline.cap(timeout_s))
+        start = time.perf_counter()
+        try:
+            result = self.database.run_query(sql, timeout_s=self.deadline.cap(timeout_s))
+        except Exception as error:
+            logs.query_failed("query", sql, doing, start, error)
+            raise
+        logs.query_ran("query", sql, doing, start, result.row_count, result.truncated)
+        return result
 
     def explain(self, sql: str, *, doing: str = "planning a query") -> None:
         """Have the engine plan ``sql`` without running it, within the time left."""
         self.deadline.check(doing)
-        self.database.explain(sql, timeout_s=self.deadline.cap(None))
+        start = time.perf_counter()
+        try:
+            self.database.explain(sql, timeout_s=self.deadline.cap(None))
+        except Exception as error:
+            logs.query_failed("explain", sql, doing, start, error)
+            raise
+        logs.query_ran("explain", sql, doing, start)
 
     def seconds_for(self, seconds: float) -> float:
         """``seconds`` of work of the stage's own (a search, a loop), shortened to the time left."""
