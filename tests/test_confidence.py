@@ -9,6 +9,7 @@ from fakes import ScriptedChatModel, ask, by_seed, fenced
 
 import verifiedsql
 import verifiedsql.dbapi
+from verifiedsql.bench.tiers import fit, verified_by_agreement
 from verifiedsql.errors import ConfigurationError, NoDataError, UnverifiedAnswerError
 from verifiedsql.report import Evidence
 from verifiedsql.stages.evidence import TierRule
@@ -74,13 +75,27 @@ def test_failed_candidates_count_against_the_vote_share(shop_engine_sqlite):
 
 
 def test_the_tier_rule_is_ordered():
-    rule = TierRule(verified_share=0.8)
+    rule = TierRule(verified_share=0.8, verified_agree=4)
     vote = Evidence("vote", "for", "")
-    assert rule.tier_of([vote], 0.8) == "verified"
-    assert rule.tier_of([vote], 0.6) == "probable"
-    assert rule.tier_of([vote, Evidence("result", "against", "")], 1.0) == "doubtful"
-    assert rule.tier_of([vote, Evidence("time", "against", "")], 1.0) == "unverified"
-    assert rule.tier_of([Evidence("vote", "neutral", ""), Evidence("dpc", "for", "")], 1.0) == "probable"
+    assert rule.tier_of([vote], 0.8, 4) == "verified"
+    assert rule.tier_of([vote], 0.6, 3) == "probable"
+    assert rule.tier_of([vote], 1.0, 3) == "probable"  # three of three: too few in agreement
+    assert rule.tier_of([vote, Evidence("result", "against", "")], 1.0, 5) == "doubtful"
+    assert rule.tier_of([vote, Evidence("time", "against", "")], 1.0, 5) == "unverified"
+    assert rule.tier_of([Evidence("vote", "neutral", ""), Evidence("dpc", "for", "")], 1.0, 1) == "probable"
+
+
+def test_the_fit_chooses_how_many_must_agree():
+    def record(i: int, drawn: int, correct: bool) -> dict:
+        return {"id": i, "status": "answered", "vote_share": 1.0, "evidence": [["vote", "for"]],
+                "candidates": [{}] * drawn, "correct": correct}
+
+    # three of three are right only half the time, five of five always: the fit asks for five
+    records = [record(i, 3, i % 2 == 0) for i in range(10)] + [record(10 + i, 5, True) for i in range(10)]
+    rule = fit(records)
+    assert rule.verified_agree == 5 and rule.verified_share == 1.0
+    assert verified_by_agreement(records, rule) == {5: (10, 10)}
+    assert verified_by_agreement(records, TierRule(1.0, 3)) == {3: (10, 5), 5: (10, 10)}
 
 
 # ------------------------------------------------------------------------------------------ require=

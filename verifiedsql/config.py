@@ -63,6 +63,10 @@ class Options:
     cache_mode: CacheMode = "off"
     candidates: int = 5
     temperature: float = 0.7
+    # draw candidates one at a time, greedy first, and stop once the vote is settled (stages/sampling.py):
+    # P(the leading result is the majority) >= adaptive_confidence; at most `candidates` in all
+    adaptive: bool = False
+    adaptive_confidence: float = 0.9
     max_refinements: int = 2
     row_cap: int = 10_000
     # per query: the fetch stops once its cells pass this many bytes (estimated: text and bytes by length,
@@ -128,6 +132,9 @@ class Options:
             raise ConfigurationError("question_role must be a PostgreSQL role name (or None).")
         if self.candidates < 1:
             raise ConfigurationError("candidates must be at least 1.")
+        if not 0.5 < self.adaptive_confidence < 1:
+            raise ConfigurationError("adaptive_confidence must be between 0.5 and 1 (a probability; 0.9 stops "
+                                     "after three agreeing candidates).")
         if self.row_cap < 1 or self.statement_timeout_s <= 0:
             raise ConfigurationError("row_cap and statement_timeout_s must be positive.")
         if self.max_result_bytes < 1:

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
+from . import logs
 from .config import Options
 from .database import Database
 from .deadline import Deadline
@@ -22,12 +23,13 @@ from .stages.cluster import cluster_runs, select_majority
 from .stages.context import QuestionContext
 from .stages.dpc import DualParadigmTesting
 from .stages.evidence import DEFAULT_RULE as TIER_RULE
-from .stages.evidence import gather_evidence, vote_share
+from .stages.evidence import gather_evidence, vote_count, vote_share
 from .stages.generate import CandidateGenerator
 from .stages.literals import LiteralChecks
 from .stages.pvsql import ModelProbing, ValueGrounding, VerifyAndRepair
 from .stages.r3 import PeerReviewStage
 from .stages.reforce import ConsensusEnforcement, SchemaCompression
+from .stages.sampling import StopWhenSettled
 from .stages.vet import ExecutionTracing
 
 
@@ -64,12 +66,14 @@ def clean_question(question: object, max_chars: int) -> str:
 
 @contextmanager
 def _timed(report: VerificationReport, stage: str, deadline: Deadline | None = None) -> Iterator[None]:
-    """Add the block's time to ``report.timings[stage]``; with a ``deadline``, the stage must have time left."""
+    """Add the block's time to ``report.timings[stage]``, and log its start and end on the stage's logger
+    (``logs.stage``); with a ``deadline``, the stage must have time left."""
     if deadline is not None:
         deadline.check(f"the start of the {stage} stage")
     start = time.perf_counter()
     try:
-        yield
+        with logs.stage(stage):
+            yield
     finally:
         report.timings[stage] = round(report.timings.get(stage, 0.0) + time.perf_counter() - start, 4)
 
@@ -127,12 +131,17 @@ class Pipeline:
     def answer(self, question: object) -> Answer:
         text = clean_question(question, self.options.max_question_chars)
         report = VerificationReport(question=text, dialect=self.database.profile.name)
+        deadline = Deadline(self.options.question_timeout_s)
         try:
-            return self._answer(text, report, Deadline(self.options.question_timeout_s))
-        except QuestionTimeoutError as error:
-            report.timed_out = True
-            error.report = report
+            answer = self._answer(text, report, deadline)
+        except BaseException as error:
+            if isinstance(error, QuestionTimeoutError):
+                report.timed_out = True
+                error.report = report
+            logs.question(report, deadline.elapsed(), error)  # the question's one INFO line, however it ends
             raise
+        logs.question(report, deadline.elapsed())
+        return answer
 
     def _open(self, text: str, report: VerificationReport, deadline: Deadline) -> QuestionContext:
         """The question's context, on a reflected schema that has tables."""
@@ -154,7 +163,8 @@ class Pipeline:
                 with _timed(report, stage.name):
                     stage.run(ctx)
         with _timed(report, "generate", deadline):
-            runs = CandidateGenerator(ctx).generate()
+            stop = StopWhenSettled(self.options.adaptive_confidence) if self.options.adaptive else None
+            runs = CandidateGenerator(ctx).generate(stop=stop)
         with _timed(report, "select"):
             clusters = cluster_runs(runs)
             pool = Pool(runs, clusters, select_majority(runs, clusters))
@@ -212,5 +222,5 @@ class Pipeline:
                 f"{deadline.budget_s:g}): answered with a candidate that ran; the work still to do was skipped"
             )
         report.evidence = gather_evidence(ctx, pool, timed_out=report.timed_out)
-        report.confidence = TIER_RULE.tier_of(report.evidence, vote_share(pool))
+        report.confidence = TIER_RULE.tier_of(report.evidence, vote_share(pool), vote_count(pool))
         return Answer(sql=report.sql, result=result, report=report)

@@ -61,6 +61,10 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # Options), and its greedy half: every stage that is on by default, on.
     "default": {"candidates": 5, **DEFAULT_ON},
     "default-greedy": {"candidates": 1, **DEFAULT_ON},
+    # The same candidate requests as default / self-consistency, drawn one at a time: drawing stops once the
+    # vote is settled (adaptive sampling, stages/sampling.py), so later candidates are never asked for.
+    "default-adaptive": {"candidates": 5, **DEFAULT_ON, "adaptive": True},
+    "self-consistency+adaptive": {"candidates": 5, "adaptive": True},
 }
 
 REFERENCE = "self-consistency"  # the baseline of "gap closed"

@@ -1,10 +1,11 @@
 """The tier rule fitted on one seeded half of a run's questions and reported on the other.
 
 From a run's records (one strategy), each answered question has its evidence (``[check, verdict]``), its
-vote share and whether it was right. ``fit`` picks ``TierRule.verified_share`` on the *fit* half: the
-value with the most ``verified`` answers whose precision is at least ``target``, or, when none reaches it,
-the most precise. ``tier_table`` then gives each tier's precision and coverage on the *report* half, with
-the fitted rule. Questions with no answer count in the coverage denominators as ``none``.
+vote share, its candidates and whether it was right. ``fit`` picks ``TierRule.verified_share`` and
+``verified_agree`` on the *fit* half: the pair with the most ``verified`` answers whose precision is at least
+``target``, or, when none reaches it, the most precise (ties go to the stricter rule).
+``tier_table`` then gives each tier's precision and coverage on the *report* half, with the fitted rule.
+Questions with no answer count in the coverage denominators as ``none``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..report import CONFIDENCE_TIERS, Evidence
 from ..stages.evidence import TierRule
 
 SHARES = (0.4, 0.6, 0.8, 1.0)  # the verified_share values the fit chooses among
+AGREES = (2, 3, 4, 5)  # the verified_agree values the fit chooses among
 TARGET = 0.95
 
 
@@ -47,7 +49,12 @@ def _tier(record: dict[str, Any], rule: TierRule) -> str:
     if record.get("status") != "answered" or record.get("vote_share") is None:
         return "none"
     evidence = [Evidence(check, verdict, "") for check, verdict in record.get("evidence", [])]
-    return rule.tier_of(evidence, float(record["vote_share"]))
+    return rule.tier_of(evidence, float(record["vote_share"]), agreeing(record))
+
+
+def agreeing(record: dict[str, Any]) -> int:
+    """The number of candidates in the answer's cluster (the share times the candidates drawn)."""
+    return round(float(record.get("vote_share") or 0) * len(record.get("candidates") or ()))
 
 
 def tier_table(records: Sequence[dict[str, Any]], rule: TierRule) -> list[TierRow]:
@@ -69,11 +76,22 @@ def fit(records: Sequence[dict[str, Any]], target: float = TARGET) -> TierRule:
     """The rule whose ``verified`` tier covers most of ``records`` at ``target`` precision or better."""
     scored = []
     for share in SHARES:
-        top = tier_table(records, TierRule(verified_share=share))[0]
-        scored.append((top.precision is not None and top.precision >= target, top.answers if top.precision
-                       is not None and top.precision >= target else 0, top.precision or 0.0, -share, share))
+        for agree in AGREES:
+            top = tier_table(records, TierRule(verified_share=share, verified_agree=agree))[0]
+            reached = top.precision is not None and top.precision >= target
+            scored.append((reached, top.answers if reached else 0, top.precision or 0.0, share, agree))
     best = max(scored)
-    return TierRule(verified_share=best[-1])
+    return TierRule(verified_share=best[3], verified_agree=best[4])
+
+
+def verified_by_agreement(records: Sequence[dict[str, Any]], rule: TierRule) -> dict[int, tuple[int, int]]:
+    """The ``verified`` answers by how many candidates agreed: {agreeing: (answers, right)}."""
+    found: dict[int, tuple[int, int]] = {}
+    for record in records:
+        if _tier(record, rule) == "verified":
+            answers, right = found.get(agreeing(record), (0, 0))
+            found[agreeing(record)] = (answers + 1, right + bool(record.get("correct")))
+    return dict(sorted(found.items()))
 
 
 def fit_and_report(records: Sequence[dict[str, Any]], strategy: str, seed: int = 0) -> dict[str, Any]:
@@ -81,10 +99,13 @@ def fit_and_report(records: Sequence[dict[str, Any]], strategy: str, seed: int =
     chosen = [r for r in records if r.get("strategy") == strategy and r.get("status") != "llm_error"]
     fit_ids, report_ids = halves((r["id"] for r in chosen), seed)
     rule = fit([r for r in chosen if r["id"] in fit_ids])
-    table = tier_table([r for r in chosen if r["id"] in report_ids], rule)
+    reported = [r for r in chosen if r["id"] in report_ids]
+    table = tier_table(reported, rule)
     return {
         "strategy": strategy, "seed": seed, "fit_questions": len(fit_ids), "report_questions": len(report_ids),
-        "verified_share": rule.verified_share,
+        "verified_share": rule.verified_share, "verified_agree": rule.verified_agree,
+        "verified_by_agreement": {str(agree): {"answers": answers, "right": right} for agree, (answers, right)
+                                  in verified_by_agreement(reported, rule).items()},
         "tiers": [{"tier": row.tier, "answers": row.answers, "right": row.right, "precision": row.precision,
                    "coverage": round(row.coverage, 4), "at_least_coverage": round(row.at_least_coverage, 4),
                    "at_least_precision": row.at_least_precision} for row in table],
@@ -94,7 +115,8 @@ def fit_and_report(records: Sequence[dict[str, Any]], strategy: str, seed: int =
 def render(figures: dict[str, Any]) -> str:
     """The figures as a Markdown table."""
     lines = [f"{figures['strategy']}: fitted on {figures['fit_questions']} questions (seed {figures['seed']}), "
-             f"reported on the other {figures['report_questions']}; verified_share = {figures['verified_share']}",
+             f"reported on the other {figures['report_questions']}; verified_share = {figures['verified_share']}, "
+             f"verified_agree = {figures['verified_agree']}",
              "", "| tier | answers | right | precision | coverage | this tier or above: precision / coverage |",
              "|---|---:|---:|---:|---:|---:|"]
     for row in figures["tiers"]:
@@ -102,4 +124,8 @@ def render(figures: dict[str, Any]) -> str:
         above = "-" if row["at_least_precision"] is None else f"{row['at_least_precision']:.1%}"
         lines.append(f"| {row['tier']} | {row['answers']} | {row['right']} | {precision} | {row['coverage']:.1%} | "
                      f"{above} / {row['at_least_coverage']:.1%} |")
+    by_agreement = ", ".join(f"{agree} agreeing: {v['right']} of {v['answers']} right"
+                             for agree, v in figures["verified_by_agreement"].items())
+    if by_agreement:
+        lines += ["", f"verified, by candidates in agreement: {by_agreement}"]
     return "\n".join(lines)

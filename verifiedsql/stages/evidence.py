@@ -19,7 +19,8 @@ Each check looks at the answer from one side and says ``for``, ``against`` or ``
 The tier follows from the evidence by ``TierRule.tier_of`` (its thresholds are fitted on one seeded half of
 Spider dev and reported on the other; see the README's Benchmarks):
 - ``unverified``: nothing ran, the time ran out, or the answer reads no table;
-- ``verified``: at least ``verified_share`` of the candidates agree, no check is against it;
+- ``verified``: at least ``verified_share`` of the candidates agree, and at least ``verified_agree`` of them,
+  and no check is against it;
 - ``probable``: more than half agree (or a single candidate that a DPC, trace or review check supports),
   and no check on the result itself is against it;
 - ``doubtful``: everything else that ran.
@@ -56,6 +57,12 @@ def vote_share(pool: Pool) -> float:
     """The share of all candidates, failed ones included, in the answer's cluster."""
     assert pool.selection is not None
     return len(pool.selection.cluster.members) / max(1, len(pool.runs))
+
+
+def vote_count(pool: Pool) -> int:
+    """The number of candidates in the answer's cluster."""
+    assert pool.selection is not None
+    return len(pool.selection.cluster.members)
 
 
 def _result(result: ResultSet) -> list[Evidence]:
@@ -147,17 +154,22 @@ def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[E
 
 @dataclass(frozen=True)
 class TierRule:
-    """The rule from evidence to tier; ``verified_share`` is the share of candidates that must agree."""
+    """The rule from evidence to tier. ``verified`` needs at least ``verified_share`` of the candidates and
+    at least ``verified_agree`` of them in agreement: three agreeing candidates of three are weaker evidence
+    than five of five (measured on the 1.5B model: 25 of 30 right against 20 of 20; README, Benchmarks), so
+    an answer whose sampling stopped early (``adaptive``) or that had fewer candidates is at most probable."""
 
     verified_share: float = 1.0
+    verified_agree: int = 5
 
-    def tier_of(self, evidence: list[Evidence], share: float) -> Confidence:
+    def tier_of(self, evidence: list[Evidence], share: float, agree: int) -> Confidence:
+        """The tier of an answer with ``evidence``, in a cluster of ``agree`` candidates, ``share`` of all."""
         against = {e.check for e in evidence if e.verdict == "against"}
         support = {e.check for e in evidence if e.verdict == "for" and e.check in SUPPORT}
         if against & set(HARD):
             return "unverified"
         voted = any(e.check == "vote" and e.verdict == "for" for e in evidence)
-        if voted and share >= self.verified_share and not against:
+        if voted and share >= self.verified_share and agree >= self.verified_agree and not against:
             return "verified"
         if (voted or (support and "vote" not in against)) and not against & set(RESULT):
             return "probable"

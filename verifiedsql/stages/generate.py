@@ -5,6 +5,7 @@ and a refinement that gives back SQL that already failed ends that candidate's r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from sqlglot import Dialect, TokenType
@@ -127,11 +128,13 @@ class CandidateGenerator:
         self.database = ctx.database
         self.options = ctx.options
 
-    def generate(self, schema_text: str | None = None) -> list[CandidateRun]:
+    def generate(self, schema_text: str | None = None,
+                 stop: Callable[[list[CandidateRun]], str | None] | None = None) -> list[CandidateRun]:
         """Write, run and self-refine each candidate, the prompt showing ``schema_text`` (default: the
         context's); then each run goes through the context's candidate checks (e.g. verify-and-repair).
-        When the time budget runs out, the runs so far (maybe none) are returned and a note says where
-        generation stopped."""
+        After each candidate, ``stop`` (adaptive sampling, ``stages/sampling.py``) may end the drawing
+        early: it returns why, which becomes a note. When the time budget runs out, the runs so far (maybe
+        none) are returned and a note says where generation stopped."""
         ctx, report = self.ctx, self.ctx.report
         question, schema_text = ctx.question, ctx.schema_text if schema_text is None else schema_text
         prompt = generation_messages(self.ctx.profile, schema_text, question)
@@ -163,6 +166,9 @@ class CandidateGenerator:
             for check in ctx.candidate_checks:
                 run = check(run)
             runs.append(run)
+            if stop is not None and index + 1 < self.options.candidates and (why := stop(runs)) is not None:
+                report.notes.append(why)
+                break
         return runs
 
     def _run_with_refinement(
