@@ -11,6 +11,7 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 
 need_apt=()
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)  # the HTML report's browser test
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 if [ ${#need_apt[@]} -gt 0 ]; then
   step "installing Debian packages: ${need_apt[*]}"

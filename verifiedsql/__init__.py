@@ -7,7 +7,7 @@
 """
 
 from .config import LLMSettings, Options
-from .engine import Ask, VerifiedResult, ask, create_engine
+from .engine import Ask, VerifiedResult, ask, create_async_engine, create_engine
 from .errors import (
     ConfigurationError,
     EmptySchemaError,
@@ -32,5 +32,5 @@ __all__ = [
     "Ask", "ConfigurationError", "EmptySchemaError", "LLMError", "LLMSettings", "ModelInstallError", "NoAnswerError",
     "NoDataError", "NotConfiguredError", "Options", "QueryError", "QueryTimeoutError", "QuestionError",
     "ReplayMissError", "UnsafeSQLError", "UnverifiedAnswerError", "VerificationReport", "VerifiedResult",
-    "VerifiedSQLError", "ask", "create_engine",
+    "VerifiedSQLError", "ask", "create_async_engine", "create_engine",
 ]

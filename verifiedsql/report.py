@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from verifiedsql import report_html
+
 # "distinguished": candidates disagreed and a dual-paradigm test (DPC) on a distinguishing database chose
 Vote = Literal["unanimous", "majority", "distinguished", "unverified"]
 # how far the answer can be trusted, from the evidence (``verifiedsql.stages.evidence``), lowest first
@@ -358,6 +360,14 @@ class VerificationReport:
         data = asdict(self)
         data["total_tokens"] = self.total_tokens
         return data
+
+    def to_html(self) -> str:
+        """The whole report as one self-contained HTML page (inline CSS; no scripts, nothing fetched)."""
+        return report_html.render_page(self)
+
+    def _repr_html_(self) -> str:
+        """How a notebook shows the report: the same page as a fragment, its style scoped to it."""
+        return report_html.render_fragment(self)
 
     def summary(self) -> str:
         """A few human-readable lines: the chosen SQL, the vote and the cost."""

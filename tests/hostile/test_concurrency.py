@@ -4,7 +4,7 @@ replayed from the record/replay cache, or in read-write mode against the one sha
 and report must belong to its own question, nothing may deadlock (a watchdog dumps every stuck thread's
 stack), and nothing may be left behind: processes, file descriptors, threads, temporary files, scratch
 databases. Also: one shared embedded-model server for concurrent callers, sandboxed solvers in parallel,
-and asyncio engines (refused with a typed error; a sync engine in ``asyncio.to_thread`` works).
+and asyncio engines (coroutines on one ``create_async_engine``; a sync engine in ``asyncio.to_thread``).
 
 Pool size: each asking thread holds a connection of its own and verifiedsql takes a second one from the
 same pool for its queries, so 16 concurrent askers starve SQLAlchemy's default QueuePool (5 + 10
@@ -34,13 +34,11 @@ from backends import checksum, load_shop
 from fake_openai import FakeServer, Reply, completion
 from fakes import ScriptedChatModel, fenced
 from host_state import HostState, descendants, record_temp_paths, settled  # noqa: F401  (a fixture)
-from sqlalchemy.ext.asyncio import create_async_engine
 from test_local_model import _fake_server
 from test_solver import MDD_TABLES, QUESTION, SLICE
 
 import verifiedsql
 from verifiedsql.config import LLMSettings
-from verifiedsql.errors import ConfigurationError
 from verifiedsql.llm import local
 from verifiedsql.report import VerificationReport
 from verifiedsql.sandbox import Sandbox
@@ -298,22 +296,31 @@ def test_one_shared_local_model_server_for_concurrent_callers(tmp_path: Path, mo
     assert not settled(before)
 
 
-@pytest.mark.parametrize("url", ["sqlite+aiosqlite:///{tmp}/shop.db", "postgresql+psycopg_async://u@127.0.0.1:9/db",
-                                 "postgresql+asyncpg://u@127.0.0.1:9/db"])
-def test_asyncio_drivers_are_refused_with_a_typed_error(url: str, tmp_path: Path) -> None:
-    url = url.format(tmp=tmp_path)
-    with pytest.raises(ConfigurationError, match="needs a synchronous SQLAlchemy engine.*asyncio.to_thread"):
-        verifiedsql.create_engine(url)
-    with pytest.raises(ConfigurationError, match="asyncio driver"):
-        create_async_engine(url, plugins=["verifiedsql"])
-    with pytest.raises(ConfigurationError, match="asyncio driver"):
-        sa.create_engine(f"{url}{'&' if '?' in url else '?'}plugin=verifiedsql")
+def test_coroutines_asking_one_asyncio_engine_get_their_own_answers(tmp_path: Path) -> None:
+    """16 coroutines ask one ``verifiedsql.create_async_engine`` at once (each question in a worker thread,
+    on the engine's synchronous twin: ``verifiedsql.aio``): every answer and report is its own question's."""
+    load_shop(sa.create_engine(f"sqlite:///{tmp_path / 'shop.db'}")).dispose()
 
+    def reply(request: Any) -> str:
+        found = _MARK.search(request.messages[-1]["content"])
+        assert found is not None
+        return fenced(f"SELECT {int(found.group(1))} AS q, COUNT(country) AS n FROM customers")
 
-def test_create_async_engine_with_a_sync_url_is_refused_too() -> None:
-    """SQLAlchemy swaps in the asyncio variant of psycopg here: caught once the engine exists."""
-    with pytest.raises(ConfigurationError, match="'postgresql\\+psycopg' runs here on the asyncio driver"):
-        create_async_engine("postgresql+psycopg://u@127.0.0.1:9/db", plugins=["verifiedsql"])
+    async def ask(engine: Any, k: int) -> tuple[list[Any], VerificationReport]:
+        async with engine.connect() as conn:
+            result = await conn.execute(verifiedsql.ask(question(k)))
+            return list(result.all()), result.verification
+
+    async def main() -> list[tuple[list[Any], VerificationReport]]:
+        engine = verifiedsql.create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'shop.db'}",
+                                                 llm=ScriptedChatModel(reply), candidates=2)
+        try:
+            return await asyncio.gather(*(ask(engine, k) for k in range(THREADS)))
+        finally:
+            await engine.dispose()
+
+    for k, (rows, report) in enumerate(asyncio.run(main())):
+        assert rows == [(k, 10)] and report.question == question(k) and f"SELECT {k} AS q" in (report.sql or "")
 
 
 def test_async_code_asks_a_sync_engine_in_worker_threads(tmp_path: Path) -> None:
