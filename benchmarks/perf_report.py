@@ -43,7 +43,7 @@ def markdown(data: dict[str, Any]) -> str:
         "| group | case | median | min | rounds | target | verdict |",
         "|---|---|---:|---:|---:|---:|---|",
     ]
-    passthrough = []
+    passthrough, concurrent = [], []
     for bench in data["benchmarks"]:
         stats, extra = bench["stats"], bench.get("extra_info", {})
         target = extra.get("target_s")
@@ -54,6 +54,8 @@ def markdown(data: dict[str, Any]) -> str:
         )
         if "ratio" in extra:
             passthrough.append(extra)
+        if "wall_ratio" in extra:
+            concurrent.append(extra)
     if passthrough:
         lines += ["", "| pass-through (10,000 statements, interleaved) | raw median | verified median "
                   "| ratio (median) | ratio (min) | target | verdict |", "|---|---:|---:|---:|---:|---:|---|"]
@@ -64,6 +66,11 @@ def markdown(data: dict[str, Any]) -> str:
                 f"{extra['verified_min_s'] / extra['raw_min_s']:.3f} | <= {PASS_THROUGH_TARGET} | "
                 f"{_verdict(extra['ratio'], PASS_THROUGH_TARGET)} |"
             )
+    for extra in concurrent:
+        lines += ["", "| concurrent candidates | concurrency=1 median | concurrency=4 median | wall-time ratio |",
+                  "|---|---:|---:|---:|",
+                  f"| {extra['case']} | {_seconds(extra['concurrency_1_median_s'])} | "
+                  f"{_seconds(extra['concurrency_4_median_s'])} | {extra['wall_ratio']:.3f} |"]
     lines += ["", *(f"- {note}" for note in NOT_YET)]
     return "\n".join(lines) + "\n"
 

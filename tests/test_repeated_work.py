@@ -81,7 +81,7 @@ def test_a_refinement_that_returns_sql_that_already_failed_is_not_run_or_refined
         return fenced(other.lower())  # candidate 1 is given what candidate 0 already tried and saw fail
 
     model = ScriptedChatModel(script)
-    rows, report, _ = ask(shop_engine, QUESTION, model, candidates=2, max_refinements=2)
+    rows, report, _ = ask(shop_engine, QUESTION, model, candidates=2, max_refinements=2, concurrency=1)
     assert len(rows) == 10
     purposes = [(r.purpose, r.seed) for r in model.requests]
     # candidate 1's initial SQL is one candidate 0 tried (and that failed): it shares where candidate 0 ended
@@ -100,7 +100,7 @@ def test_a_refinement_that_repeats_another_candidates_failure_stops(shop_engine,
 
     model = ScriptedChatModel(script)
     with pytest.raises(NoAnswerError) as failed:
-        ask(shop_engine, QUESTION, model, candidates=2, max_refinements=3)
+        ask(shop_engine, QUESTION, model, candidates=2, max_refinements=3, concurrency=1)
     report = failed.value.report
     # candidate 0: FAILING -> other (fails) -> other again: stop; candidate 1 starts from "other", which
     # candidate 0 tried: it shares candidate 0's outcome without a call or a run
@@ -120,7 +120,7 @@ def test_a_refinement_that_returns_another_candidates_failure_is_a_failed_refine
 
     model = ScriptedChatModel(script)
     with pytest.raises(NoAnswerError) as failed:
-        ask(shop_engine, QUESTION, model, candidates=2, max_refinements=1)
+        ask(shop_engine, QUESTION, model, candidates=2, max_refinements=1, concurrency=1)
     report = failed.value.report
     assert [(r.purpose, r.seed) for r in model.requests] == [("generate", 0), ("refine", 0), ("generate", 1),
                                                               ("refine", 1)]

@@ -67,6 +67,8 @@ class Options:
     # P(the leading result is the majority) >= adaptive_confidence; at most `candidates` in all
     adaptive: bool = False
     adaptive_confidence: float = 0.9
+    # model requests of one question sent side by side (the candidates; recorded in candidate order)
+    concurrency: int = 5
     max_refinements: int = 2
     row_cap: int = 10_000
     # per query: the fetch stops once its cells pass this many bytes (estimated: text and bytes by length,
@@ -132,6 +134,8 @@ class Options:
             raise ConfigurationError("question_role must be a PostgreSQL role name (or None).")
         if self.candidates < 1:
             raise ConfigurationError("candidates must be at least 1.")
+        if self.concurrency < 1:
+            raise ConfigurationError("concurrency must be at least 1 (1 sends one model request at a time).")
         if not 0.5 < self.adaptive_confidence < 1:
             raise ConfigurationError("adaptive_confidence must be between 0.5 and 1 (a probability; 0.9 stops "
                                      "after three agreeing candidates).")

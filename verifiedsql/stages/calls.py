@@ -1,27 +1,60 @@
 """The one way stages call the model: every call lands in the report with its tokens and time, and in the
-``verifiedsql.llm`` log at DEBUG (``logs``)."""
+``verifiedsql.llm`` log at DEBUG (``logs``).
+
+Independent requests (a question's candidates) may be sent side by side (``send_all``, up to the
+``concurrency`` option). They are recorded in request order, whatever order they finish in, so the report
+and the record/replay cache do not depend on which call returns first."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from .. import logs
 from ..llm.base import ChatModel, ChatRequest, ChatResponse
 from ..report import LLMCall, VerificationReport
 
 
-def call_model(llm: ChatModel, request: ChatRequest, report: VerificationReport) -> ChatResponse:
-    """Send one request and record it; ``LLMError`` propagates to the caller."""
+@dataclass(frozen=True)
+class Sent:
+    """One request's outcome, not yet recorded: the response, or the exception the model raised."""
+
+    request: ChatRequest
+    response: ChatResponse | None
+    error: Exception | None
+    seconds: float
+
+
+def send(llm: ChatModel, request: ChatRequest) -> Sent:
+    """Send one request; what it raises is kept for ``record`` to raise."""
     start = time.perf_counter()
     try:
-        response = llm.complete(request)
+        return Sent(request, llm.complete(request), None, time.perf_counter() - start)
     except Exception as error:
-        logs.model_call_failed(request, time.perf_counter() - start, error)
-        raise
-    logs.model_call(request, response, time.perf_counter() - start)
+        return Sent(request, None, error, time.perf_counter() - start)
+
+
+def send_all(llm: ChatModel, requests: Sequence[ChatRequest], concurrency: int) -> list[Sent]:
+    """Send ``requests``, up to ``concurrency`` at a time; the outcomes come back in request order."""
+    if concurrency <= 1 or len(requests) <= 1:
+        return [send(llm, request) for request in requests]
+    with ThreadPoolExecutor(max_workers=min(concurrency, len(requests)), thread_name_prefix="verifiedsql-llm") as pool:
+        return list(pool.map(lambda request: send(llm, request), requests))
+
+
+def record(sent: Sent, report: VerificationReport) -> ChatResponse:
+    """Log and record ``sent`` in the report; the model's exception (``LLMError``, a timeout) is raised here."""
+    if sent.error is not None or sent.response is None:
+        error = sent.error or RuntimeError("the model returned nothing")
+        logs.model_call_failed(sent.request, sent.seconds, error)
+        raise error
+    response = sent.response
+    logs.model_call(sent.request, response, sent.seconds)
     report.llm_calls.append(
         LLMCall(
-            purpose=request.purpose,
+            purpose=sent.request.purpose,
             model=response.model,
             prompt_tokens=response.prompt_tokens,
             completion_tokens=response.completion_tokens,
@@ -30,3 +63,8 @@ def call_model(llm: ChatModel, request: ChatRequest, report: VerificationReport)
         )
     )
     return response
+
+
+def call_model(llm: ChatModel, request: ChatRequest, report: VerificationReport) -> ChatResponse:
+    """Send one request and record it; ``LLMError`` propagates to the caller."""
+    return record(send(llm, request), report)

@@ -8,7 +8,7 @@ each model call on ``verifiedsql.llm`` (``logs``)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -23,7 +23,7 @@ from ..report import LLMPurpose, VerificationReport
 from ..results import ResultSet
 from ..sandbox import Sandbox
 from ..schema import Schema
-from .calls import call_model
+from .calls import Sent, call_model, record, send_all
 from .common.hints import prompt_profile
 
 if TYPE_CHECKING:
@@ -70,6 +70,15 @@ class QuestionContext:
     def call(self, request: ChatRequest) -> ChatResponse:
         """Send one request (its timeout capped by the time left) and record it in the report."""
         return call_model(self.llm, request, self.report)
+
+    def send_all(self, requests: Sequence[ChatRequest]) -> list[Sent]:
+        """Send independent requests side by side, up to the ``concurrency`` option, each capped by the time
+        left; nothing is recorded until ``record`` is called on each outcome, in order."""
+        return send_all(self.llm, requests, self.options.concurrency)
+
+    def record(self, sent: Sent) -> ChatResponse:
+        """Record one outcome of ``send_all`` in the report; raises what the model raised."""
+        return record(sent, self.report)
 
     def ask(self, messages: tuple[Message, ...], purpose: LLMPurpose, *, seed: int = 0,
             max_tokens: int | None = None) -> ChatResponse:

@@ -5,8 +5,9 @@ and a refinement that gives back SQL that already failed ends that candidate's r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from sqlglot import Dialect, TokenType
 from sqlglot.errors import SqlglotError
@@ -120,6 +121,17 @@ def execute_candidate(ctx: QuestionContext, sql: str | None, *, explain: bool = 
     return Execution(result, ordered, "ok", None, (*passed, "run"))
 
 
+class StopRule(Protocol):
+    """Ends the drawing of candidates early (adaptive sampling, ``stages/sampling.py``)."""
+
+    @property
+    def earliest(self) -> int:
+        """The fewest candidates after which it may stop."""
+
+    def __call__(self, runs: list[CandidateRun]) -> str | None:
+        """Why drawing stops after ``runs``, or None to draw another candidate."""
+
+
 class CandidateGenerator:
     """Writes and runs the candidates of one question (``ctx``), within its time budget."""
 
@@ -128,48 +140,61 @@ class CandidateGenerator:
         self.database = ctx.database
         self.options = ctx.options
 
-    def generate(self, schema_text: str | None = None,
-                 stop: Callable[[list[CandidateRun]], str | None] | None = None) -> list[CandidateRun]:
+    def generate(self, schema_text: str | None = None, stop: StopRule | None = None) -> list[CandidateRun]:
         """Write, run and self-refine each candidate, the prompt showing ``schema_text`` (default: the
         context's); then each run goes through the context's candidate checks (e.g. verify-and-repair).
-        After each candidate, ``stop`` (adaptive sampling, ``stages/sampling.py``) may end the drawing
-        early: it returns why, which becomes a note. When the time budget runs out, the runs so far (maybe
-        none) are returned and a note says where generation stopped."""
+
+        The candidates' requests go out in waves (``_waves``), each wave's side by side up to the
+        ``concurrency`` option; the replies are then run and refined one by one in candidate order, so the
+        outcome does not depend on which call returned first. After each candidate, ``stop`` (adaptive
+        sampling, ``stages/sampling.py``) may end the drawing: it returns why, which becomes a note. When the
+        time budget runs out, the runs so far (maybe none) are returned and a note says where generation
+        stopped."""
         ctx, report = self.ctx, self.ctx.report
         question, schema_text = ctx.question, ctx.schema_text if schema_text is None else schema_text
         prompt = generation_messages(self.ctx.profile, schema_text, question)
         runs: list[CandidateRun] = []
         seen = Tried(self.database.profile.sqlglot_dialect)
-        for index in range(self.options.candidates):
-            greedy = index == 0
-            request = ChatRequest(
-                messages=prompt,
-                temperature=0.0 if greedy else self.options.temperature,
-                max_tokens=self.options.max_tokens,
-                seed=index,
-                purpose="generate",
-            )
-            try:
-                reply = ctx.call(request)
-            except QuestionTimeoutError as error:
-                report.notes.append(f"generation stopped before candidate {index}: {error}")
-                break
-            except LLMError as error:
-                if greedy:
-                    raise
-                report.notes.append(f"candidate {index} was not generated: {error}")
-                # Kept as a failed run, so the selection still counts it: agreement among the rest is no majority.
-                runs.append(CandidateRun(Candidate(index, "sample", "", "error", f"not generated: {error}")))
-                continue
-            candidate = Candidate(index=index, origin="greedy" if greedy else "sample", sql=_shown(reply))
-            run = self._run_with_refinement(candidate, reply, question, schema_text, report, seen)
-            for check in ctx.candidate_checks:
-                run = check(run)
-            runs.append(run)
-            if stop is not None and index + 1 < self.options.candidates and (why := stop(runs)) is not None:
-                report.notes.append(why)
-                break
+        for wave in self._waves(stop):
+            sent = ctx.send_all([self._request(prompt, index) for index in wave])
+            for index, outcome in zip(wave, sent):
+                greedy = index == 0
+                try:
+                    reply = ctx.record(outcome)
+                except QuestionTimeoutError as error:
+                    report.notes.append(f"generation stopped before candidate {index}: {error}")
+                    return runs
+                except LLMError as error:
+                    if greedy:
+                        raise
+                    report.notes.append(f"candidate {index} was not generated: {error}")
+                    # Kept as a failed run, so the selection still counts it: agreement among the rest is no
+                    # majority.
+                    runs.append(CandidateRun(Candidate(index, "sample", "", "error", f"not generated: {error}")))
+                    continue
+                candidate = Candidate(index=index, origin="greedy" if greedy else "sample", sql=_shown(reply))
+                run = self._run_with_refinement(candidate, reply, question, schema_text, report, seen)
+                for check in ctx.candidate_checks:
+                    run = check(run)
+                runs.append(run)
+                if stop is not None and index + 1 < self.options.candidates and (why := stop(runs)) is not None:
+                    report.notes.append(why)
+                    return runs
         return runs
+
+    def _waves(self, stop: StopRule | None) -> Iterator[range]:
+        """The candidate indexes, in the groups whose requests go out together: one at a time when
+        ``concurrency`` is 1; else all at once, or with adaptive sampling the fewest after which it may stop,
+        then one at a time (so it draws exactly what one-at-a-time drawing would)."""
+        total = self.options.candidates
+        first = 1 if self.options.concurrency <= 1 else total if stop is None else max(1, stop.earliest)
+        yield range(0, min(first, total))
+        yield from (range(index, index + 1) for index in range(min(first, total), total))
+
+    def _request(self, prompt: tuple[Message, ...], index: int) -> ChatRequest:
+        """Candidate ``index``'s request: greedy (temperature 0) first, then samples; the seed is the index."""
+        return ChatRequest(messages=prompt, temperature=0.0 if index == 0 else self.options.temperature,
+                           max_tokens=self.options.max_tokens, seed=index, purpose="generate")
 
     def _run_with_refinement(
         self,

@@ -33,6 +33,14 @@ class StopWhenSettled:
 
     confidence: float
 
+    @property
+    def earliest(self) -> int:
+        """The fewest candidates after which the rule may stop: that many in agreement, none against."""
+        agree = 1
+        while majority_probability(agree, 0) < self.confidence:
+            agree += 1
+        return agree
+
     def __call__(self, runs: list[CandidateRun]) -> str | None:
         """Why drawing stops after ``runs`` (a note for the report), or None to draw another candidate."""
         clusters = cluster_runs(runs)

@@ -1,0 +1,56 @@
+"""(f) One question against a scripted OpenAI-compatible endpoint with a fixed delay per call: the candidates'
+requests sent one at a time (``concurrency=1``) and side by side (``concurrency=4``), alternately within
+each round, so the wall-time ratio is measured side by side (stored in ``extra_info``; see perf.md)."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+
+from backends import load_shop  # noqa: E402
+from fake_openai import FakeServer, Reply, completion  # noqa: E402
+
+import verifiedsql  # noqa: E402
+
+DELAY_S = 0.5  # per model call, like a remote endpoint's latency
+ROUNDS = 3
+SQL = {0: "SELECT name FROM customers WHERE country = 'Brazil'", 1: "SELECT name FROM customers WHERE country = 'USA'"}
+
+
+def _answer(url: str, server: FakeServer, concurrency: int) -> float:
+    verified = verifiedsql.create_engine(url, llm=server.model(), concurrency=concurrency)
+    start = time.perf_counter()
+    with verified.connect() as conn:
+        conn.execute(verifiedsql.ask("Who are the customers from Brazil?")).all()
+    elapsed = time.perf_counter() - start
+    verified.dispose()
+    return elapsed
+
+
+def test_concurrent_candidates(benchmark: Any, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'shop.db'}"
+    load_shop(sa.create_engine(url)).dispose()
+    server = FakeServer()
+    server.responder = lambda payload: Reply(body=completion(f"```sql\n{SQL[(payload.get('seed') or 0) % 2]}\n```"),
+                                             delay_s=DELAY_S)
+    times: dict[int, list[float]] = {1: [], 4: []}
+    order = [1, 4]
+
+    def pair() -> None:
+        order.reverse()
+        for concurrency in order:
+            times[concurrency].append(_answer(url, server, concurrency))
+
+    benchmark.group = "(f) concurrent candidates"
+    benchmark.pedantic(pair, rounds=ROUNDS, warmup_rounds=0)
+    server.close()
+    one, four = statistics.median(times[1]), statistics.median(times[4])
+    benchmark.extra_info.update(case=f"5 candidates, {DELAY_S:g} s per call: concurrency 1 then 4, alternately",
+                                concurrency_1_median_s=one, concurrency_4_median_s=four, wall_ratio=four / one)
