@@ -11,6 +11,7 @@ slowest, issue7's, takes about 4 minutes on 2 cores.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -187,6 +188,21 @@ def test_readme_states_the_replayed_figures(name):
         assert re.search(number, section), f"{name}: {strategy}'s {tokens:,} tokens/q is not in the README"
 
 
+def replay_spider(folder: str, model: str, strategies: str, tmp_path: Path) -> tuple[str, Path]:
+    """``bench spider`` replayed from a copy of ``benchmarks/runs/<folder>``'s cache: its stdout and output folder."""
+    cache = tmp_path / "llm-cache.sqlite"
+    shutil.copy(ROOT / "benchmarks" / "runs" / folder / "llm-cache.sqlite", cache)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIEDSQL_LLM_", "OPENAI_"))}
+    env.pop("VERIFIEDSQL_LOCAL_MODEL", None)
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "verifiedsql.cli", "bench", "spider", "-n", "200", "--model", model, "--replay",
+         "--cache", str(cache), "--strategies", strategies, "--out", str(out),
+         "--data", str(SPIDER), "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=840)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout, out
+
+
 # ------------------------------------------------------------------ schema repair, replayed from the same pools
 
 REPAIR_STRATEGIES = ("greedy,self-consistency,greedy+repair,self-consistency+repair,greedy+repair+literals,"
@@ -199,20 +215,12 @@ REPAIR_RUNS = {"0.5b": ("spider-sqlite-0.5b-n200", "0.5B"), "1.5b": ("spider-sql
 def test_the_repair_table_replays(model, tmp_path):
     """The README's repair table (model, questions, strategy, EX, Pass@N) equals a replay of the pool."""
     folder, label = REPAIR_RUNS[model]
-    cache = tmp_path / "llm-cache.sqlite"
-    shutil.copy(ROOT / "benchmarks" / "runs" / folder / "llm-cache.sqlite", cache)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIEDSQL_LLM_", "OPENAI_"))}
-    env.pop("VERIFIEDSQL_LOCAL_MODEL", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "verifiedsql.cli", "bench", "spider", "-n", "200", "--model", model, "--replay",
-         "--cache", str(cache), "--strategies", REPAIR_STRATEGIES, "--out", str(tmp_path / "out"),
-         "--data", str(SPIDER), "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=840)
-    assert done.returncode == 0, done.stderr[-3000:]
-    printed = {m[0]: (int(m[1]), m[2], m[3]) for m in PRINTED.findall(done.stdout)}
+    stdout, _ = replay_spider(folder, model, REPAIR_STRATEGIES, tmp_path)
+    printed = {m[0]: (int(m[1]), m[2], m[3]) for m in PRINTED.findall(stdout)}
     rows = re.findall(rf"^\| {label}, (\d+) \| ([\w+-]+) \| ([\d.]+)% \| ([\d.]+)% \|", README.read_text("utf-8"),
                       re.MULTILINE)
     stated = {strategy: (int(n), ex, pass_at_n) for n, strategy, ex, pass_at_n in rows}
-    assert stated and stated == printed, (stated, done.stdout)
+    assert stated and stated == printed, (stated, stdout)
 
 
 # ------------------------------------------------------------- questions the data cannot answer (bench scope)
@@ -254,17 +262,34 @@ FACTS_STRATEGIES = "greedy+repair,greedy+repair+facts,self-consistency+repair,se
 @pytest.mark.timeout(900)
 def test_the_schema_facts_table_replays(tmp_path):
     """The README's schema-facts table (strategy, questions, EX, Pass@N) equals a replay of the 0.5B pool."""
-    cache = tmp_path / "llm-cache.sqlite"
-    shutil.copy(ROOT / "benchmarks" / "runs" / "spider-sqlite-0.5b-n200" / "llm-cache.sqlite", cache)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIEDSQL_LLM_", "OPENAI_"))}
-    env.pop("VERIFIEDSQL_LOCAL_MODEL", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "verifiedsql.cli", "bench", "spider", "-n", "200", "--model", "0.5b", "--replay",
-         "--cache", str(cache), "--strategies", FACTS_STRATEGIES, "--out", str(tmp_path / "out"),
-         "--data", str(SPIDER), "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=840)
-    assert done.returncode == 0, done.stderr[-3000:]
-    printed = {m[0]: (int(m[1]), m[2], m[3]) for m in PRINTED.findall(done.stdout)}
+    stdout, _ = replay_spider("spider-sqlite-0.5b-n200", "0.5b", FACTS_STRATEGIES, tmp_path)
+    printed = {m[0]: (int(m[1]), m[2], m[3]) for m in PRINTED.findall(stdout)}
     section = README.read_text("utf-8").split("#### Schema facts in the refinement prompt", 1)[1].split("```", 1)[0]
     rows = re.findall(r"^\| ([\w+-]+) \| (\d+) \| ([\d.]+)% \| ([\d.]+)% \|", section, re.MULTILINE)
     stated = {strategy: (int(n), ex, pass_at_n) for strategy, n, ex, pass_at_n in rows}
-    assert stated and stated == printed, (stated, done.stdout)
+    assert stated and stated == printed, (stated, stdout)
+
+
+# ------------------------------------------------------------ adaptive sampling, replayed from the same pools
+
+ADAPTIVE_STRATEGIES = "self-consistency,self-consistency+adaptive,default,default-adaptive"
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("model", sorted(REPAIR_RUNS))
+def test_the_adaptive_table_replays(model, tmp_path):
+    """The README's adaptive-sampling table (strategy, EX, Pass@N, calls/q, tokens/q) equals a replay."""
+    folder, label = REPAIR_RUNS[model]
+    stdout, out = replay_spider(folder, model, ADAPTIVE_STRATEGIES, tmp_path)
+    records = [json.loads(line) for path in out.glob("*.jsonl") for line in path.read_text("utf-8").splitlines()]
+    calls: dict[str, list[int]] = {}
+    for record in records:
+        if record["candidates"]:  # questions past the recorded ones miss the cache and are left out
+            calls.setdefault(record["strategy"], []).append(record["llm_calls"])
+    printed = {m[0]: (int(m[1]), m[2], m[3], f"{sum(calls[m[0]]) / len(calls[m[0]]):.2f}", f"{int(m[4]):,}")
+               for m in PRINTED.findall(stdout)}
+    section = README.read_text("utf-8").split("#### Adaptive sampling (`adaptive`)", 1)[1].split("```", 1)[0]
+    rows = re.findall(rf"^\| ([\w+-]+) \| {label}, (\d+) \| ([\d.]+)% \| ([\d.]+)% \| ([\d.]+) \| ([\d,]+) \|$",
+                      section, re.MULTILINE)
+    stated = {strategy: (int(n), ex, pass_at_n, per_q, tokens) for strategy, n, ex, pass_at_n, per_q, tokens in rows}
+    assert stated and stated == printed, (stated, stdout)

@@ -35,3 +35,17 @@ def test_refinement_prompt_shows_failed_sql_and_error():
 
 def test_fenced_non_query_is_returned_for_the_guard_to_refuse():
     assert extract_sql("```sql\nDELETE FROM t;\n```") == "DELETE FROM t"
+
+
+def test_every_request_of_a_default_question_shares_the_generation_prefix(shop_engine):
+    """Samples, refinements and repairs of one question start with the same messages, byte for byte, so the
+    embedded server's prefix cache serves them (issue 14, time to first token)."""
+    from fakes import ScriptedChatModel, ask, by_seed
+
+    broken, good = "SELECT nme FROM customers", "SELECT name FROM customers WHERE country = 'Brazil'"
+    model = ScriptedChatModel(by_seed({0: good, 1: broken, 2: good, 3: "SELECT * FROM nowhere", 4: good},
+                                      refine=good))
+    ask(shop_engine, "Who are the customers from Brazil?", model, schema_repair=False)
+    prefix = model.requests[0].messages
+    assert {r.purpose for r in model.requests} == {"generate", "refine"}
+    assert all(r.messages[:len(prefix)] == prefix for r in model.requests)
