@@ -66,11 +66,12 @@ def markdown(data: dict[str, Any]) -> str:
                 f"{extra['verified_min_s'] / extra['raw_min_s']:.3f} | <= {PASS_THROUGH_TARGET} | "
                 f"{_verdict(extra['ratio'], PASS_THROUGH_TARGET)} |"
             )
-    for extra in concurrent:
+    if concurrent:
         lines += ["", "| concurrent candidates | concurrency=1 median | concurrency=5 median | wall-time ratio |",
-                  "|---|---:|---:|---:|",
-                  f"| {extra['case']} | {_seconds(extra['concurrency_1_median_s'])} | "
-                  f"{_seconds(extra['concurrency_5_median_s'])} | {extra['wall_ratio']:.3f} |"]
+                  "|---|---:|---:|---:|"]
+    for extra in concurrent:
+        lines.append(f"| {extra['case']} | {_seconds(extra['concurrency_1_median_s'])} | "
+                     f"{_seconds(extra['concurrency_5_median_s'])} | {extra['wall_ratio']:.3f} |")
     lines += ["", *(f"- {note}" for note in NOT_YET)]
     return "\n".join(lines) + "\n"
 

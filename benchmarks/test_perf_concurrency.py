@@ -54,3 +54,48 @@ def test_concurrent_candidates(benchmark: Any, tmp_path: Path) -> None:
     one, five = statistics.median(times[1]), statistics.median(times[5])
     benchmark.extra_info.update(case=f"5 candidates, {DELAY_S:g} s per call: concurrency 1 and 5, alternately",
                                 concurrency_1_median_s=one, concurrency_5_median_s=five, wall_ratio=five / one)
+
+
+def test_concurrent_candidates_embedded(benchmark: Any, tmp_path: Path) -> None:
+    """The same on the embedded 0.5B server: one question's five generation requests (greedy and four
+    samples of the real prompt), sent one at a time and side by side, alternately."""
+    import pytest
+
+    from verifiedsql.config import Options
+    from verifiedsql.database import Database
+    from verifiedsql.llm import MODELS, OpenAIChatModel, chat_model_for, model_home
+    from verifiedsql.llm.base import ChatRequest
+    from verifiedsql.llm.prompts import generation_messages
+    from verifiedsql.schema import render_schema
+    from verifiedsql.stages.calls import send_all
+
+    if not (model_home() / "models" / MODELS["0.5b"].filename).exists():
+        pytest.skip("the embedded 0.5B model is not installed (scripts/setup.sh installs it)")
+    url = f"sqlite:///{tmp_path / 'shop.db'}"
+    engine = load_shop(sa.create_engine(url))
+    options = Options.build({"local_model": "0.5b"})
+    database = Database(engine, options)
+    question = "Who are the customers from Brazil?"
+    prompt = generation_messages(database.profile, render_schema(database.reflect()), question)
+    requests = [ChatRequest(messages=prompt, temperature=0.0 if i == 0 else 0.7, max_tokens=128, seed=i,
+                            purpose="generate") for i in range(5)]
+    local = chat_model_for(options)
+    # the server itself, not LocalChatModel (whose max_concurrency = 1 would send one at a time either way)
+    model = OpenAIChatModel(local.server.base_url, local.name, "local", use_env_proxy=False)  # type: ignore[attr-defined]
+    send_all(model, requests[:1], 1)  # start the server and fill its prompt cache
+    times: dict[int, list[float]] = {1: [], 5: []}
+    order = [1, 5]
+
+    def pair() -> None:
+        order.reverse()
+        for concurrency in order:
+            start = time.perf_counter()
+            send_all(model, requests, concurrency)
+            times[concurrency].append(time.perf_counter() - start)
+
+    benchmark.group = "(f) concurrent candidates"
+    benchmark.pedantic(pair, rounds=2, warmup_rounds=0)
+    engine.dispose()
+    one, five = statistics.median(times[1]), statistics.median(times[5])
+    benchmark.extra_info.update(case="embedded 0.5B: one question's 5 generation requests, concurrency 1 and 5",
+                                concurrency_1_median_s=one, concurrency_5_median_s=five, wall_ratio=five / one)

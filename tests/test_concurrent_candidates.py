@@ -106,3 +106,20 @@ def test_adaptive_sampling_sends_the_first_wave_together_and_stops(server, shop_
 def test_concurrency_must_be_positive():
     with pytest.raises(ConfigurationError, match="concurrency"):
         Options(concurrency=0)
+
+
+def test_a_model_that_serves_one_request_at_a_time_gets_them_one_at_a_time(server, shop_url, tmp_path):
+    """The embedded server (``LocalChatModel.max_concurrency = 1``) queues requests: they are sent one by
+    one, also through the wrappers (deadline, record/replay cache) that hold it as ``inner``."""
+    from verifiedsql.llm.local import LocalChatModel
+    from verifiedsql.stages.calls import model_concurrency
+
+    server.responder = endpoint = Endpoint(BY_SEED, delay_s=0.05)
+    model = server.model()
+    model.max_concurrency = 1  # type: ignore[attr-defined]
+    cached = RecordingChatModel(model, tmp_path / "cache.sqlite", mode="readwrite")
+    assert model_concurrency(cached) == 1 and LocalChatModel.max_concurrency == 1
+    assert model_concurrency(server.model()) is None
+    _, report = answer(shop_url, cached, concurrency=5)
+    cached.close()
+    assert endpoint.most_in_flight == 1 and len(report.candidates) == 5

@@ -64,6 +64,8 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # The same candidate requests as default / self-consistency, drawn one at a time: drawing stops once the
     # vote is settled (adaptive sampling, stages/sampling.py), so later candidates are never asked for.
     "default-adaptive": {"candidates": 5, **DEFAULT_ON, "adaptive": True},
+    # The default pipeline with the model scope check (one call per answer below probable, or with none).
+    "default+scope": {"candidates": 5, **DEFAULT_ON, "scope_check": True},
     "self-consistency+adaptive": {"candidates": 5, "adaptive": True},
 }
 

@@ -36,8 +36,21 @@ def send(llm: ChatModel, request: ChatRequest) -> Sent:
         return Sent(request, None, error, time.perf_counter() - start)
 
 
+def model_concurrency(llm: ChatModel) -> int | None:
+    """The most requests ``llm`` serves side by side, where it (or a model it wraps, ``.inner``) says so
+    (``max_concurrency``: the embedded server takes one at a time); None when it sets no limit."""
+    model: object = llm
+    while model is not None:
+        if isinstance(limit := getattr(model, "max_concurrency", None), int):
+            return limit
+        model = getattr(model, "inner", None)
+    return None
+
+
 def send_all(llm: ChatModel, requests: Sequence[ChatRequest], concurrency: int) -> list[Sent]:
-    """Send ``requests``, up to ``concurrency`` at a time; the outcomes come back in request order."""
+    """Send ``requests``, up to ``concurrency`` at a time (and no more than the model serves side by side);
+    the outcomes come back in request order."""
+    concurrency = min(concurrency, model_concurrency(llm) or concurrency)
     if concurrency <= 1 or len(requests) <= 1:
         return [send(llm, request) for request in requests]
     with ThreadPoolExecutor(max_workers=min(concurrency, len(requests)), thread_name_prefix="verifiedsql-llm") as pool:

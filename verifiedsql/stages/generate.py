@@ -20,6 +20,7 @@ from ..llm.replies import extract_sql, has_closed_fence
 from ..report import Candidate, CandidateStatus, VerificationReport
 from ..results import ResultSet
 from ..safety import outermost_orders, parse_one_query
+from .calls import model_concurrency
 from .context import QuestionContext
 from .repair import repair_failure
 from .schema_facts import schema_facts
@@ -184,10 +185,12 @@ class CandidateGenerator:
 
     def _waves(self, stop: StopRule | None) -> Iterator[range]:
         """The candidate indexes, in the groups whose requests go out together: one at a time when
-        ``concurrency`` is 1; else all at once, or with adaptive sampling the fewest after which it may stop,
-        then one at a time (so it draws exactly what one-at-a-time drawing would)."""
+        ``concurrency`` is 1 or the model serves one request at a time (the embedded server); else all at
+        once, or with adaptive sampling the fewest after which it may stop, then one at a time (so it draws
+        exactly what one-at-a-time drawing would)."""
         total = self.options.candidates
-        first = 1 if self.options.concurrency <= 1 else total if stop is None else max(1, stop.earliest)
+        concurrency = min(self.options.concurrency, model_concurrency(self.ctx.llm) or self.options.concurrency)
+        first = 1 if concurrency <= 1 else total if stop is None else max(1, stop.earliest)
         yield range(0, min(first, total))
         yield from (range(index, index + 1) for index in range(min(first, total), total))
 
