@@ -2,8 +2,13 @@
 
 Every statement runs through both safety layers: the statement guard (``safety.check_query``) and the
 engine guard (``readonly``: the engine's own read-only mode, a timeout, always rolled back). Rows are
-capped at ``Options.row_cap`` and the result says when it was cut short. Reflection samples a few
-values per column with one bounded query per table that goes through the same two layers.
+capped at ``Options.row_cap`` and the result says when it was cut short.
+
+Reflection reads the namespace's catalog with the engine's bulk reader (``catalog_reflect``: a few catalog
+queries whatever the number of tables), or SQLAlchemy's inspector where there is none or it fails. Sample
+values (a few per column) come from one bounded query per table, through the same two layers: for every
+table at reflection in a schema of at most EAGER_SAMPLE_TABLES tables, else for the tables a prompt shows,
+when it shows them (``with_samples``), each table read once.
 """
 
 from __future__ import annotations
@@ -11,15 +16,17 @@ from __future__ import annotations
 import warnings
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 from functools import partial
 from typing import Any, Iterable, Iterator
 
 import sqlalchemy as sa
-from sqlalchemy.engine.interfaces import ReflectedForeignKeyConstraint
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
+from .backends import registry
 from .boundary import current_catalogs, relation_refusal
 from .bounded import run_statement
+from .catalog_reflect import Catalog, inspected
 from .config import Options
 from .contain import as_query_error
 from .errors import ConfigurationError, QueryError, QueryTimeoutError, SessionStateError
@@ -35,6 +42,7 @@ from .schema import Column, ForeignKey, Schema, Table
 _CALLER: ContextVar[sa.Connection | None] = ContextVar("verifiedsql_caller", default=None)
 SHARED_POOLS = (SingletonThreadPool, StaticPool)
 SAMPLE_SCAN_ROWS = 1_000  # rows a table's sample query may look at
+EAGER_SAMPLE_TABLES = 100  # up to this many tables, reflect() samples them all; beyond, with_samples() on demand
 SAMPLE_TEXT_CHARS = 60
 
 
@@ -68,6 +76,8 @@ class Database:
         self.warnings: list[str] = []  # about the connection's rights (verifiedsql.privileges), for reports
         self._role_checked = False
         self._schema: Schema | None = None
+        self._sampled: dict[str, Table] = {}  # tables with their samples, by name (with_samples)
+        self.reflected_with = ""  # what read the schema: "catalog" (catalog_reflect) or "inspector" (and why)
         self._functions: tuple[FunctionPolicy | None] | None = None  # read from the catalog on first use
 
     # ---------------------------------------------------------------------------------- connections
@@ -179,100 +189,80 @@ class Database:
     # --------------------------------------------------------------------------------- reflection
 
     def reflect(self, *, refresh: bool = False) -> Schema:
-        """Tables of ``options.schema`` (or the default schema) with keys and sample values; cached."""
+        """Tables of ``options.schema`` (or the default schema) with keys; cached. Each table comes with its
+        sample values when the namespace has at most EAGER_SAMPLE_TABLES tables; in a larger one, a table
+        gets them from ``with_samples`` when a prompt shows it."""
         if self._schema is None or refresh:
+            self._sampled = {}
             self._schema = self._reflect()
         return self._schema
 
     def _reflect(self) -> Schema:
+        catalog = self._catalog()
+        for note in catalog.warnings:
+            warnings.warn(note, stacklevel=3)
+        texts: dict[int, str] = {}  # type text by type object: a bulk reader shares one per type text
+        schema = Schema(tuple(self._table(name, catalog, texts) for name in sorted(catalog.columns)),
+                        namespace=self.options.schema)
+        return self.with_samples(schema) if len(schema.tables) <= EAGER_SAMPLE_TABLES else schema
+
+    def _catalog(self) -> Catalog:
+        """The namespace's tables, columns and keys: the engine's bulk reader (``catalog_reflect``), else,
+        or when it fails, SQLAlchemy's inspector. ``reflected_with`` says which answered."""
+        backend = registry().get(self.profile.name)
+        reader = backend.bulk_catalog if backend is not None else None
+        if reader is not None:
+            try:
+                with self._connect() as conn:
+                    catalog = reader(conn, self.options.schema)
+                self.reflected_with = "catalog"
+                return catalog
+            except Exception as error:  # noqa: BLE001 -- any failure: the inspector reads the same, slower
+                self.reflected_with = f"inspector, after the catalog reader failed: {type(error).__name__}: {error}"
+        else:
+            self.reflected_with = "inspector"
         with self._connect() as conn:
-            reflected = self._reflect_with(sa.inspect(conn))
-        tables = [table for _, table in reflected]
-        if self.options.sample_values > 0:
-            with self._connect() as conn:  # one connection for every table's sample query
-                tables = [
-                    Table(t.name, self._with_samples(conn, raw_name, t.columns), t.foreign_keys)
-                    for raw_name, t in reflected
-                ]
-        return Schema(tuple(tables), namespace=self.options.schema)
+            return inspected(sa.inspect(conn), self.options.schema)
 
-    def _reflect_with(self, inspector: sa.Inspector) -> list[tuple[str, Table]]:
-        """Each table of the namespace, by its own name, without samples; bulk reflection where it can."""
-        namespace = self.options.schema
-        names = sorted(inspector.get_table_names(schema=namespace))
-        if not names:
-            return []
-        columns = self._bulk(inspector.get_multi_columns, names)
-        primary_keys = self._bulk(inspector.get_multi_pk_constraint, names)
-        foreign_keys = self._bulk_foreign_keys(inspector, names)
-        tables = []
-        for name in names:
-            infos = columns.get(name)
-            if infos is None:
-                infos = inspector.get_columns(name, schema=namespace)
-            pk = primary_keys.get(name)
-            if pk is None:
-                pk = inspector.get_pk_constraint(name, schema=namespace)
-            primary = set(pk.get("constrained_columns") or ())
-            table_columns = tuple(
-                Column(
-                    name=info["name"],
-                    type=self._type_text(info["type"]),
-                    nullable=bool(info.get("nullable", True)),
-                    primary_key=info["name"] in primary,
-                )
-                for info in infos
-            )
-            keys = foreign_keys[name] if name in foreign_keys else self._foreign_keys(inspector, name)
-            tables.append((name, Table(self._qualified(name), table_columns, keys)))
-        return tables
-
-    def _bulk(self, method: Any, names: list[str]) -> dict[str, Any]:
-        """One ``Inspector.get_multi_*`` call for all tables, by table name; {} where it fails.
-
-        Dialects without bulk reflection of their own get SQLAlchemy's per-table loop; a name missing
-        from the answer is reflected on its own by the caller.
-        """
-        try:
-            found = method(schema=self.options.schema, filter_names=names)
-        except (NotImplementedError, sa.exc.SQLAlchemyError, ValueError, KeyError):
-            return {}
-        return {table: value for (_, table), value in found.items()}
-
-    def _bulk_foreign_keys(self, inspector: sa.Inspector, names: list[str]) -> dict[str, tuple[ForeignKey, ...]]:
-        """Foreign keys of all tables at once; {} if that fails (then each table is tried on its own)."""
-        with _quiet_fk_parsing():
-            found = self._bulk(inspector.get_multi_foreign_keys, names)
-        return {table: self._foreign_key_tuple(keys) for table, keys in found.items()}
+    def _table(self, name: str, catalog: Catalog, texts: dict[int, str]) -> Table:
+        primary = set(catalog.primary_keys.get(name, ()))
+        columns = tuple(Column(c.name, texts.get(id(c.type)) or self._type_text(c.type, texts), c.nullable,
+                               c.name in primary) for c in catalog.columns[name])
+        keys = tuple(ForeignKey(k.columns, self._qualified(k.referred_table, k.referred_schema), k.referred_columns)
+                     for k in catalog.foreign_keys.get(name, ()))
+        return Table(self._qualified(name), columns, keys)
 
     def _qualified(self, table: str, schema: str | None = None) -> str:
         schema = schema or self.options.schema
         return f"{schema}.{table}" if schema else table
 
-    def _type_text(self, type_: Any) -> str:
+    def _type_text(self, type_: Any, texts: dict[int, str]) -> str:
+        """The type as the engine's DDL writes it, kept in ``texts`` (the catalog holds every type object
+        while ``texts`` lives, so an id is never reused meanwhile)."""
         try:
-            return str(type_.compile(dialect=self.engine.dialect))
+            text = str(type_.compile(dialect=self.engine.dialect))
         except sa.exc.SQLAlchemyError:
-            return type(type_).__name__.upper()
+            text = type(type_).__name__.upper()
+        texts[id(type_)] = text
+        return text
 
-    def _foreign_keys(self, inspector: sa.Inspector, table: str) -> tuple[ForeignKey, ...]:
-        try:
-            with _quiet_fk_parsing():
-                keys = inspector.get_foreign_keys(table, schema=self.options.schema)
-        except (sa.exc.SQLAlchemyError, ValueError, KeyError) as error:  # e.g. fakesnow's SHOW IMPORTED KEYS
-            warnings.warn(f"verifiedsql could not reflect foreign keys of {table!r}: {error}", stacklevel=5)
-            return ()
-        return self._foreign_key_tuple(keys)
-
-    def _foreign_key_tuple(self, keys: Iterable[ReflectedForeignKeyConstraint]) -> tuple[ForeignKey, ...]:
-        return tuple(
-            ForeignKey(
-                tuple(fk["constrained_columns"]),
-                self._qualified(fk["referred_table"], fk.get("referred_schema")),
-                tuple(fk["referred_columns"]),
-            )
-            for fk in keys
-        )
+    def with_samples(self, schema: Schema, tables: Iterable[str] | None = None) -> Schema:
+        """``schema`` with sample values in the tables named (in any case; all when None): each table is
+        read once per reflection (``_with_samples``, on one connection for all), then kept."""
+        if self.options.sample_values <= 0:
+            return schema
+        wanted = None if tables is None else {name.lower() for name in tables}
+        chosen = [t for t in schema.tables if wanted is None or t.name.lower() in wanted]
+        missing = [t for t in chosen if t.name not in self._sampled]
+        if missing:
+            with self._connect() as conn:
+                for table in missing:
+                    self._sampled[table.name] = replace(table, columns=self._with_samples(conn, table.name,
+                                                                                          table.columns))
+        if not chosen:
+            return schema
+        return replace(schema, tables=tuple(self._sampled.get(t.name, t) if wanted is None or t.name.lower() in wanted
+                                            else t for t in schema.tables))
 
     def quoted_table(self, name: str) -> str:
         """``name`` (bare, or qualified as ``reflect()`` names it) quoted for this engine, in
@@ -333,15 +323,3 @@ def _distinct_values(values: Iterable[Any], limit: int) -> list[Any]:
         if len(picked) >= limit:
             break
     return picked
-
-
-@contextmanager
-def _quiet_fk_parsing() -> Iterator[None]:
-    """Silence SQLAlchemy's SQLite warning about a foreign key written twice in the DDL (Spider's
-    dog_kennels declares ``FOREIGN KEY (owner_id) REFERENCES Owners (owner_id)`` twice): the PRAGMA
-    lists both, SQLAlchemy keeps one, then warns that it cannot place the second. The data is
-    right and the key is kept once; the warning is about the DDL, not about anything to fix."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="WARNING: SQL-parsed foreign key constraint",
-                                category=sa.exc.SAWarning)
-        yield

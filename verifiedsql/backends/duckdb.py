@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from .. import readonly, statements
+from .. import catalog_reflect, readonly, statements
 from . import INFORMATION_SCHEMA_COLUMNS, INFORMATION_SCHEMA_TABLES, Backend, TestConfig
 
 
@@ -54,6 +54,7 @@ BACKEND = Backend(
         "copy export import checkpoint vacuum analyze call truncate prepare execute deallocate merge start end "
         "abort comment table".split()
     ),
+    bulk_catalog=catalog_reflect.duckdb,
     scratch_dialect="duckdb",
     test=TestConfig(
         make_engine=_make_engine,

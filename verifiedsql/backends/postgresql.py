@@ -8,7 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from .. import readonly, statements
+from .. import catalog_reflect, readonly, statements
 from . import INFORMATION_SCHEMA_COLUMNS, Backend, TestConfig
 
 _database_counter = itertools.count()
@@ -52,6 +52,7 @@ BACKEND = Backend(
         "cluster reindex checkpoint listen notify unlisten prepare execute deallocate do discard comment "
         "security refresh call merge declare fetch move close reassign import load".split()
     ),
+    bulk_catalog=catalog_reflect.postgresql,
     scratch_dialect="postgresql",
     test=TestConfig(
         make_engine=_make_engine,

@@ -8,7 +8,7 @@ from typing import Any, ContextManager
 
 import sqlalchemy as sa
 
-from .. import readonly, statements
+from .. import catalog_reflect, readonly, statements
 from . import INFORMATION_SCHEMA_COLUMNS, INFORMATION_SCHEMA_TABLES, Backend, TestConfig
 from .duckdb import in_transaction as duckdb_in_transaction
 
@@ -56,6 +56,7 @@ BACKEND = Backend(
         "use show describe desc put get list ls remove rm copy undrop grant revoke merge call execute set unset "
         "truncate start comment".split()
     ),
+    bulk_catalog=catalog_reflect.snowflake,
     scratch_dialect="duckdb",
     test=TestConfig(
         make_engine=_make_engine,

@@ -8,7 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from .. import readonly, statements
+from .. import catalog_reflect, readonly, statements
 from . import Backend, TestConfig
 
 
@@ -35,6 +35,7 @@ BACKEND = Backend(
     statement_keywords=statements.COMMON_STATEMENT_KEYWORDS | frozenset(
         "replace savepoint release pragma attach detach vacuum analyze reindex end".split()
     ),
+    bulk_catalog=catalog_reflect.sqlite,
     scratch_dialect="sqlite",
     test=TestConfig(
         make_engine=_make_engine,

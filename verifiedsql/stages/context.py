@@ -55,12 +55,16 @@ class QuestionContext:
              report: VerificationReport | None = None, deadline: Deadline | None = None,
              schema: Schema | None = None, sandbox: Sandbox | None = None) -> QuestionContext:
         """A context for ``question``: the model is bound to ``deadline`` (none: no limit), the schema is
-        reflected unless given, and the schema text is its plain rendering until a stage changes it."""
+        reflected unless given (its sample values read now for a schema too large to sample at reflection,
+        unless compression will choose the tables to sample), and the schema text is its plain rendering
+        until a stage changes it."""
         from ..schema import render_schema
 
         deadline = deadline or Deadline()
         report = report or VerificationReport(question=question, dialect=database.profile.name)
         schema = schema if schema is not None else database.reflect()
+        if not options.compress_schema:  # the prompt shows every table: sample those a large schema left bare
+            schema = database.with_samples(schema)
         return cls(question, database, options, deadline.bind(llm), report, deadline, schema,
                    render_schema(schema), prompt_profile(database.profile, schema, options.schema_hints),
                    _sandbox=sandbox)

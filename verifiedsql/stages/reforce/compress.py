@@ -11,12 +11,17 @@ Each step runs only while the text is still over ``budget_tokens``:
    schema order, and samples come back for them as far as the budget allows.
 
 A table the question names literally is never dropped, even when that leaves the text over budget.
+
+A schema reflected without samples (``Database.reflect`` samples a large one lazily) gets them through
+``sampler`` only for the tables the text shows: all representatives when the text without samples fits the
+budget, else those of the groups linking keeps. The text is then the one the steps above give on the fully
+sampled schema; only ``tokens_before`` counts the schema as reflected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...config import Options
@@ -28,6 +33,9 @@ from ..common.linking import lexical_scores, link_order, model_votes, named_grou
 from ..context import QuestionContext
 
 __all__ = ["CompressedSchema", "TableGroup", "compress_schema", "estimate_tokens", "group_tables"]
+
+# (schema, table names) -> the schema with sample values in those tables (``Database.with_samples``).
+Sampler = Callable[[Schema, Iterable[str]], Schema]
 
 MAX_LINK_CALLS = 40  # Y/N model calls per question at most (the first groups in schema order)
 SEPARATOR = "\n\n"
@@ -64,6 +72,7 @@ class CompressedSchema:
     groups: tuple[TableGroup, ...]  # groups of two or more tables
     tables_kept: tuple[str, ...]  # shown, or listed by name in a kept group
     tables_dropped: tuple[str, ...]
+    tables_shown: tuple[str, ...]  # whose DDL the text shows (the kept groups' representatives)
     steps: tuple[str, ...]  # e.g. ("grouping", "samples trimmed to 2", "samples removed", "lexical linking")
     budget_tokens: int
 
@@ -99,10 +108,14 @@ def _fit(order: Sequence[int], texts: Sequence[str], named: set[int], budget: in
 
 
 def compress_schema(schema: Schema, question: str, budget_tokens: int, llm: ChatModel | None = None,
-                    report: VerificationReport | None = None) -> CompressedSchema:
+                    report: VerificationReport | None = None, sampler: Sampler | None = None) -> CompressedSchema:
     """The schema as prompt text of at most ``budget_tokens`` (estimated) tokens, by the steps in the
-    module docstring. ``llm`` is asked (recorded in ``report``) only when lexical linking finds nothing."""
+    module docstring. ``llm`` is asked (recorded in ``report``) only when lexical linking finds nothing;
+    ``sampler`` gives the shown tables their samples where the schema has none yet."""
     groups = group_tables(schema)
+    if sampler is not None and _tokens([render_group(g, samples=0) for g in groups]) <= budget_tokens:
+        groups = _sampled(schema, groups, range(len(groups)), sampler)  # no linking: every group is shown
+        sampler = None
     texts = [render_group(group) for group in groups]
     tokens_grouped = _tokens(texts)
     steps = ["grouping"]
@@ -115,6 +128,9 @@ def compress_schema(schema: Schema, question: str, budget_tokens: int, llm: Chat
     if _tokens(texts) > budget_tokens:
         kept = _link(groups, texts, question, budget_tokens, llm, report, steps)
         texts = [texts[i] for i in kept]
+        if sampler is not None:
+            groups = _sampled(schema, groups, kept, sampler)
+            depth = max(depth, sample_depth([groups[i].representative for i in kept]))
         for restored in range(depth, samples, -1):
             richer = [render_group(groups[i], samples=restored) for i in kept]
             if _tokens(richer) <= budget_tokens:
@@ -130,6 +146,7 @@ def compress_schema(schema: Schema, question: str, budget_tokens: int, llm: Chat
         groups=tuple(g for g in groups if g.is_group),
         tables_kept=tuple(name for i in kept for name in groups[i].names),
         tables_dropped=tuple(name for i in sorted(set(range(len(groups))) - set(kept)) for name in groups[i].names),
+        tables_shown=tuple(groups[i].representative.name for i in kept),
         steps=tuple(steps),
         budget_tokens=budget_tokens,
     )
@@ -137,6 +154,15 @@ def compress_schema(schema: Schema, question: str, budget_tokens: int, llm: Chat
         report.notes.append(f"schema compression: {compressed.tokens_after} tokens, over the budget of "
                             f"{budget_tokens}: the tables the question names (or the best table) do not fit")
     return compressed
+
+
+def _sampled(schema: Schema, groups: list[TableGroup], indexes: Iterable[int], sampler: Sampler) -> list[TableGroup]:
+    """``groups`` with the representatives of those at ``indexes`` sampled (one ``sampler`` call)."""
+    chosen = set(indexes)
+    names = [groups[i].representative.name for i in sorted(chosen)]
+    sampled = {table.name: table for table in sampler(schema, names).tables}
+    return [replace(g, tables=(sampled.get(g.representative.name, g.representative), *g.tables[1:]))
+            if i in chosen else g for i, g in enumerate(groups)]
 
 
 def _link(groups: list[TableGroup], texts: list[str], question: str, budget: int, llm: ChatModel | None,
@@ -168,5 +194,8 @@ class SchemaCompression:
         return options.compress_schema
 
     def run(self, ctx: QuestionContext) -> None:
-        compressed = compress_schema(ctx.schema, ctx.question, ctx.options.prompt_budget_tokens, ctx.llm, ctx.report)
+        sampler = ctx.database.with_samples
+        compressed = compress_schema(ctx.schema, ctx.question, ctx.options.prompt_budget_tokens, ctx.llm, ctx.report,
+                                     sampler)
         ctx.schema_text, ctx.report.schema_compression = compressed.text, compressed.figures()
+        ctx.schema = sampler(ctx.schema, compressed.tables_shown)  # what the prompt shows, with its samples
