@@ -6,32 +6,32 @@ Reflection reads the catalog in a few statements (``verifiedsql.catalog_reflect`
 ``EAGER_SAMPLE_TABLES`` tables it also samples every table (the 10-table case); beyond, samples are read
 per table when a prompt shows it, which the last group measures for 20 tables of the 5,000.
 
-PostgreSQL runs on a throw-away server, as the test suite's ``postgres_url`` fixture starts it (skipped
+PostgreSQL runs on a throw-away server, started as for the test suite (``tests/pg_server.py``; skipped
 where the server binaries are missing)."""
 
 from __future__ import annotations
 
-import shutil
-import socket
 import sqlite3
-import subprocess
-import tempfile
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 import sqlalchemy as sa
 
-from verifiedsql.config import Options
-from verifiedsql.database import Database
-from verifiedsql.schema import Column, ForeignKey, Schema, Table, render_schema
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+
+from pg_server import throwaway_postgres  # noqa: E402
+
+from verifiedsql.config import Options  # noqa: E402
+from verifiedsql.database import Database  # noqa: E402
+from verifiedsql.schema import Column, ForeignKey, Schema, Table, render_schema  # noqa: E402
 
 SIZES = [10, 500, 5_000]
 COLUMNS = 20
 ENGINES = ["sqlite", "duckdb", "postgresql"]
 TARGET_S = {"sqlite": 2.0, "duckdb": 3.0, "postgresql": 3.0}  # 5,000 tables
 SHOWN = 20  # tables a compressed prompt shows
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
 
 def table_ddl(t: int) -> str:
@@ -91,28 +91,9 @@ def build_postgresql(server_url: str, tables: int) -> str:
 
 @pytest.fixture(scope="module")
 def postgres_server() -> Iterator[str]:
-    """A PostgreSQL 15 server on 127.0.0.1 for this module, started as tests/conftest.py's postgres_url
-    starts it (as the ``postgres`` user; initdb refuses root)."""
-    if not (PG_BIN / "initdb").exists():
-        pytest.skip(f"PostgreSQL binaries not found at {PG_BIN}; install Debian's 'postgresql' package")
-    root = Path(tempfile.mkdtemp(prefix="verifiedsql-pg-bench-"))
-    shutil.chown(root, "postgres", "postgres")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-
-    def as_postgres(*command: str) -> None:
-        subprocess.run(["runuser", "-u", "postgres", "--", *command], check=True, capture_output=True, text=True)
-
-    as_postgres(str(PG_BIN / "initdb"), "-D", str(root / "data"), "-U", "postgres", "--auth=trust", "-E", "UTF8")
-    as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(root / "data"), "-o",
-                f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off", "-l", str(root / "log"), "-w",
-                "start")
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(root / "data"), "-m", "immediate", "stop")
-        shutil.rmtree(root, ignore_errors=True)
+    """A PostgreSQL 15 server on 127.0.0.1 for this module."""
+    with throwaway_postgres("verifiedsql-pg-bench-") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -13,36 +9,14 @@ import pytest
 import sqlalchemy as sa
 from backends import DIALECTS, enter_emulator, load_shop, make_engine, server_url
 from fake_openai import FakeServer
-
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _as_postgres(*command: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["runuser", "-u", "postgres", "--", *command], check=True, capture_output=True, text=True)
+from pg_server import throwaway_postgres
 
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A PostgreSQL 15 server on 127.0.0.1 for this session (run as ``postgres``; initdb refuses root)."""
-    if not (PG_BIN / "initdb").exists():
-        pytest.skip(f"PostgreSQL binaries not found at {PG_BIN}; install Debian's 'postgresql' package")
-    root = Path(tempfile.mkdtemp(prefix="verifiedsql-pg-"))
-    shutil.chown(root, "postgres", "postgres")
-    data, port = root / "data", _free_port()
-    _as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off"
-    _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start")
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
-        shutil.rmtree(root, ignore_errors=True)
+    """A PostgreSQL 15 server on 127.0.0.1 for this session (``pg_server``)."""
+    with throwaway_postgres() as url:
+        yield url
 
 
 @pytest.fixture

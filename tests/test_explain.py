@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import sqlalchemy as sa
 from backends import checksum
@@ -24,10 +22,9 @@ def database(engine: sa.Engine) -> Database:
 
 
 def test_explain_plans_without_running(shop_engine):
+    """Planned under the 1 s statement timeout that stops the same query when it runs."""
     db = database(shop_engine)
-    start = time.perf_counter()
     db.explain(SLOW)
-    assert time.perf_counter() - start < 1.0
     if shop_engine.dialect.name != "snowflake":  # fakesnow has no statement timeout
         with pytest.raises(QueryTimeoutError):
             db.run_query(SLOW)

@@ -88,6 +88,14 @@ def asked(engine: sa.Engine, sql: str, **options: Any) -> tuple[list[tuple[Any, 
     return sorted(rows), report, model
 
 
+def kept(engine: sa.Engine, sql: str) -> tuple[list[tuple[Any, ...]], VerificationReport, Candidate]:
+    """``asked``, for SQL that must run as written (no attempt before it, no fix); gives its only candidate."""
+    rows, report, _ = asked(engine, sql)
+    candidate = report.candidates[0]
+    assert report.sql == sql and candidate.attempts == [] and candidate.fixes == []
+    return rows, report, candidate
+
+
 def literal_evidence(report: VerificationReport) -> list[tuple[str, str]]:
     return [(e.verdict, e.detail) for e in report.evidence if e.check == "literals"]
 
@@ -99,11 +107,8 @@ def outcomes(candidate: Candidate) -> list[tuple[str, str, str]]:
 # ------------------------------------------------------------------------------- found as written
 
 def test_a_literal_stored_as_written_is_evidence_for(flights):
-    sql = "SELECT COUNT(*) FROM airlines WHERE Country = 'USA'"
-    rows, report, _ = asked(flights, sql)
-    candidate = report.candidates[0]
-    assert rows == [(3,)] and report.sql == sql and candidate.attempts == [] and candidate.fixes == []
-    assert outcomes(candidate) == [("USA", "airlines.Country", "found")]
+    rows, report, candidate = kept(flights, "SELECT COUNT(*) FROM airlines WHERE Country = 'USA'")
+    assert rows == [(3,)] and outcomes(candidate) == [("USA", "airlines.Country", "found")]
     assert "repair" not in candidate.checks and candidate.literal_hints == ()
     assert literal_evidence(report) == [("for", "the one literal compared with a column is stored there as written")]
 
@@ -198,11 +203,9 @@ def test_the_prompts_are_the_same_with_and_without_the_checks(flights):
 # --------------------------------------------------------------------------------- stored nowhere
 
 def test_a_literal_stored_nowhere_is_neutral(flights):
-    sql = "SELECT COUNT(*) FROM flights AS f JOIN airlines AS a ON f.Airline = a.uid WHERE a.Country = 'Atlantis'"
-    rows, report, _ = asked(flights, sql)
-    candidate = report.candidates[0]
-    assert rows == [(0,)] and report.sql == sql and candidate.fixes == [] and candidate.attempts == []
-    assert outcomes(candidate) == [("Atlantis", "airlines.Country", "absent")]
+    rows, report, candidate = kept(flights, "SELECT COUNT(*) FROM flights AS f JOIN airlines AS a ON f.Airline = "
+                                            "a.uid WHERE a.Country = 'Atlantis'")
+    assert rows == [(0,)] and outcomes(candidate) == [("Atlantis", "airlines.Country", "absent")]
     [(verdict, detail)] = literal_evidence(report)
     assert verdict == "neutral" and detail.startswith("'Atlantis' is in no column compared with it")
 
