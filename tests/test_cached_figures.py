@@ -293,3 +293,20 @@ def test_the_adaptive_table_replays(model, tmp_path):
                       section, re.MULTILINE)
     stated = {strategy: (int(n), ex, pass_at_n, per_q, tokens) for strategy, n, ex, pass_at_n, per_q, tokens in rows}
     assert stated and stated == printed, (stated, stdout)
+
+
+@pytest.mark.timeout(900)
+def test_the_scope_check_in_scope_table_replays(tmp_path):
+    """The README's in-scope cost of the scope check (EX, NoDataError, calls/q, tokens/q) equals a replay."""
+    stdout, out = replay_spider("spider-sqlite-0.5b-n200", "0.5b", "default,default+scope", tmp_path)
+    records = [json.loads(line) for path in out.glob("*.jsonl") for line in path.read_text("utf-8").splitlines()]
+    printed = {}
+    for m in PRINTED.findall(stdout):
+        mine = [r for r in records if r["strategy"] == m[0]]
+        printed[m[0]] = (int(m[1]), m[2], sum(bool(r.get("no_data")) for r in mine),
+                         f"{sum(r['llm_calls'] for r in mine) / len(mine):.2f}", f"{int(m[4]):,}")
+    section = README.read_text("utf-8").split("#### Questions the data cannot answer", 1)[1].split("```", 1)[0]
+    rows = re.findall(r"^\| ([\w+-]+) \| (\d+) \| ([\d.]+)% \| (\d+) \| ([\d.]+) \| ([\d,]+) \|$", section,
+                      re.MULTILINE)
+    stated = {strategy: (int(n), ex, int(refused), per_q, tokens) for strategy, n, ex, refused, per_q, tokens in rows}
+    assert stated and stated == printed, (stated, stdout)
