@@ -79,13 +79,14 @@ def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_scope_command(args: argparse.Namespace) -> int:
+    from .loop import print_progress
     from .scope import ScopeConfig, run_scope
 
     config = ScopeConfig(
         questions_path=args.questions, data_dir=args.data, n=args.n, strategies=parse_strategies(args.strategies),
         cache_path=args.cache, replay=args.replay, model=args.model, out_dir=args.out, report_only=args.report_only,
     )
-    run = run_scope(config, progress=(lambda line: None) if args.quiet else _print_stderr)
+    run = run_scope(config, progress=(lambda line: None) if args.quiet else print_progress)
     for strategy, figures in run.summary.items():
         counts = ", ".join(f"{name} {n}" for name, n in figures["outcomes"].items() if n)
         print(f"{strategy:<30} n={figures['questions']:<3} {counts or 'no records'}; verified: {figures['verified']}")
@@ -113,6 +114,7 @@ def run_compare_command(args: argparse.Namespace) -> int:
 
 
 def run_spider_command(args: argparse.Namespace) -> int:
+    from .loop import print_progress
     from .spider import SpiderConfig, run_spider
 
     config = SpiderConfig(
@@ -120,7 +122,7 @@ def run_spider_command(args: argparse.Namespace) -> int:
         pg_url=args.pg_url, strategies=parse_strategies(args.strategies), cache_path=args.cache,
         replay=args.replay, model=args.model, out_dir=args.out, report_only=args.report_only,
     )
-    run = run_spider(config, progress=(lambda line: None) if args.quiet else _print_stderr)
+    run = run_spider(config, progress=(lambda line: None) if args.quiet else print_progress)
     for strategy, m in run.summaries.items():
         gap = "n/a" if m.gap_closed is None else f"{100 * m.gap_closed:.1f}%"
         print(f"{strategy:<18} n={m.questions:<4} EX={100 * m.ex:5.1f}%  Pass@N={100 * m.pass_at_n:5.1f}%  "
@@ -128,12 +130,6 @@ def run_spider_command(args: argparse.Namespace) -> int:
     for kind, path in run.outputs.items():
         print(f"{kind}: {path}")
     return 0
-
-
-def _print_stderr(line: str) -> None:
-    import sys
-
-    print(line, file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,9 +5,9 @@ every strategy, with the outcome it ended in.
 An outcome is ``no-data`` (``NoDataError``), ``no-answer`` (any other ``NoAnswerError``), or the answer's
 confidence tier; ``timeout`` and ``model-error`` (a model failure or a replay miss, retried on the next
 start) are kept apart. None of these questions should be answered at ``verified``. The run reuses the
-Spider harness (``bench/spider.py``): the model, the record/replay cache shared by the strategies, the
-databases and the resumable JSONL records (a finished (strategy, question) is skipped on the next start);
-it writes a JSON and a Markdown summary beside the records.
+Spider harness's run loop (``bench/loop.py``): the model, the record/replay cache shared by the strategies,
+the databases and the resumable JSONL records (a finished (strategy, question) is skipped on the next
+start); it writes a JSON and a Markdown summary beside the records.
 """
 
 from __future__ import annotations
@@ -29,16 +29,13 @@ from ..errors import (
     ReplayMissError,
     UnverifiedAnswerError,
 )
-from ..llm import chat_model_for
 from ..llm.base import ChatModel
-from ..llm.models import MODELS
 from ..pipeline import Pipeline
 from ..report import CONFIDENCE_TIERS, VerificationReport
 from .data import DEFAULT_DATA_DIR, sqlite_path
+from .loop import Progress, answer_all, print_progress
 from .report import machine
-from .spider import DEFAULT_CACHE, DEFAULT_OUT, Progress, SpiderConfig, _DatabaseSet, _report_fields, _stderr, file_name
-from .store import RecordStore
-from .strategies import strategy_options
+from .spider import DEFAULT_CACHE, DEFAULT_OUT, SpiderConfig, file_name, report_fields
 
 DEFAULT_QUESTIONS = Path("benchmarks/out_of_scope.json")
 KINDS = ("general-knowledge", "missing-table", "missing-column", "other-task")
@@ -126,7 +123,7 @@ def answer_scope(pipeline: Pipeline, question: ScopeQuestion) -> dict[str, Any]:
         status, outcome, error, report = "timeout", "timeout", str(exc), exc.report
     except (LLMError, ReplayMissError) as exc:  # a replay miss: this question was never recorded
         status, outcome, error = "llm_error", "model-error", str(exc)
-    fields = _report_fields(report)
+    fields = report_fields(report)
     return {
         "id": question.id, "db_id": question.db_id, "kind": question.kind, "question": question.question,
         "status": status, "outcome": outcome, "error": error, "missing": list(missing),
@@ -190,44 +187,27 @@ def render_scope(run_name: str, questions: list[ScopeQuestion], summary: dict[st
     return "\n".join(lines) + "\n"
 
 
-def run_scope(config: ScopeConfig, llm: ChatModel | None = None, progress: Progress = _stderr) -> ScopeRun:
+def run_scope(config: ScopeConfig, llm: ChatModel | None = None, progress: Progress = print_progress) -> ScopeRun:
     """Run (or resume) the question set and write its JSON and Markdown summaries; returns the records."""
     questions = load_questions(config.questions_path)[: config.n]
     missing = sorted({q.db_id for q in questions if not sqlite_path(config.data_dir, q.db_id).exists()})
     if missing and not config.report_only:
         raise ConfigurationError(f"no SQLite database for {missing} under {config.data_dir}/database; pass --data DIR.")
-    spider = config.spider()
-    if llm is None and not config.report_only:
-        progress("preparing the model (first use installs it)...")
-        llm = chat_model_for(strategy_options(config.strategies[0], spider.base_options()))
-    model_name = llm.name if llm is not None else MODELS[config.model].alias
-    run_name = config.run_name(model_name)
-    store = RecordStore(config.out_dir / f"{run_name}.jsonl")
-    todo = [] if config.report_only else [
-        (q, s) for q in questions for s in config.strategies if not store.done(s, q.id)]
-    progress(f"{len(questions)} questions x {len(config.strategies)} strategies: "
-             + ("report only" if config.report_only else f"{len(todo)} to run"))
-    databases = _DatabaseSet(spider)
-    started = time.perf_counter()
-    try:
-        for count, (question, strategy) in enumerate(todo, 1):
-            assert llm is not None  # only --report-only runs without a model, and it runs nothing
-            database, _ = databases.get(question.db_id)
-            pipeline = Pipeline(database, llm, databases.options(strategy, question.db_id))
-            record = {"strategy": strategy, "engine": "sqlite", "model": model_name, **answer_scope(pipeline, question)}
-            store.append(record)
-            progress(f"[{count}/{len(todo)} {time.perf_counter() - started:7.1f}s] {record['outcome']:<11} "
-                     f"{strategy:<30} #{question.id} {question.db_id}: {record['wall_seconds']:.1f}s")
-    finally:
-        databases.close()
-    records = store.select(config.strategies, {q.id for q in questions})
+    run = answer_all(config.spider(), questions, config.run_name,
+                     lambda pipeline, question, _gold: answer_scope(pipeline, question), _progress_line, llm, progress)
+    records = run.store.select(config.strategies, {q.id for q in questions})
     summary = summarize_scope(records, config.strategies)
     config.out_dir.mkdir(parents=True, exist_ok=True)
-    payload = {"run": run_name, "model": model_name, "engine": "sqlite", "questions": len(questions),
+    payload = {"run": run.name, "model": run.model, "engine": "sqlite", "questions": len(questions),
                "questions_file": str(config.questions_path), "strategies": config.strategies,
                "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
                "summary": summary, "records": records}
-    outputs = {"json": config.out_dir / f"{run_name}.json", "md": config.out_dir / f"{run_name}.md"}
+    outputs = {"json": config.out_dir / f"{run.name}.json", "md": config.out_dir / f"{run.name}.md"}
     outputs["json"].write_text(json.dumps(payload, indent=2, default=str, ensure_ascii=False) + "\n", "utf-8")
-    outputs["md"].write_text(render_scope(run_name, questions, summary), "utf-8")
+    outputs["md"].write_text(render_scope(run.name, questions, summary), "utf-8")
     return ScopeRun(records, summary, outputs)
+
+
+def _progress_line(record: dict[str, Any]) -> str:
+    return (f"{record['outcome']:<11} {record['strategy']:<30} #{record['id']} {record['db_id']}: "
+            f"{record['wall_seconds']:.1f}s")

@@ -1,36 +1,25 @@
-"""The Spider accuracy run: sample questions, answer each with every strategy, grade, report.
-
-Questions are answered question by question (all strategies for one question, then the next), so the
-strategies share one candidate pool through the record/replay cache and a killed run has complete
-comparisons for what it finished. Each finished (strategy, question) is appended to a JSONL file and
-skipped on the next start.
-"""
+"""The Spider accuracy run: sample questions, answer each with every strategy (``bench/loop.py``), grade,
+report."""
 
 from __future__ import annotations
 
 import random
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from ..config import Options
-from ..database import Database
 from ..errors import LLMError, NoAnswerError, NoDataError, ReplayMissError
-from ..llm import chat_model_for
 from ..llm.base import ChatModel
-from ..llm.models import MODELS
 from ..pipeline import Pipeline
 from ..report import VerificationReport
 from .data import DEFAULT_DATA_DIR, Example, load_examples, stratified_sample
-from .engines import gold_connection, has_database, open_target, schema_for
+from .engines import has_database
 from .hardness import hardness
+from .loop import Progress, answer_all, print_progress
 from .metrics import Summary, summarize
 from .report import write_outputs
 from .scoring import CandidateGrader, Gold, matches, run_gold
-from .store import RecordStore
-from .strategies import strategy_options
 
 DEFAULT_OUT = Path("benchmarks/results")
 DEFAULT_CACHE = DEFAULT_OUT / "llm-cache.sqlite"
@@ -77,16 +66,10 @@ class SpiderRun:
     outputs: dict[str, Path]
 
 
-Progress = Callable[[str], None]
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-def _report_fields(report: VerificationReport | None) -> dict[str, Any]:
-    """Cost and time figures of one answer. Cached calls replay the seconds recorded when the cache
-    was filled, so ``model_seconds`` is the uncached model time even on a replayed run."""
+def report_fields(report: VerificationReport | None) -> dict[str, Any]:
+    """A record's fields from one answer's report: cost, time, tier, vote, evidence and what the optional
+    stages did. Cached calls replay the seconds recorded when the cache was filled, so ``model_seconds`` is
+    the uncached model time even on a replayed run."""
     calls = report.llm_calls if report else []
     return {
         "llm_calls": len(calls),
@@ -170,7 +153,7 @@ def answer_one(pipeline: Pipeline, example: Example, gold: Gold, grader: Candida
     except (LLMError, ReplayMissError) as exc:  # a replay miss: this question was never recorded
         status, error = "llm_error", str(exc)
     wall = time.perf_counter() - start
-    fields = _report_fields(report)
+    fields = report_fields(report)
     candidates = [
         {"index": c.index, "origin": c.origin, "sql": c.sql, "status": c.status, "cluster": c.cluster,
          "error": (c.error or "")[:300] or None, "correct": c.status == "ok" and grader.correct(c.sql),
@@ -191,32 +174,6 @@ def answer_one(pipeline: Pipeline, example: Example, gold: Gold, grader: Candida
     }
 
 
-class _DatabaseSet:
-    """One Database and gold connection per Spider database, opened on first use."""
-
-    def __init__(self, config: SpiderConfig) -> None:
-        self.config = config
-        self._open: dict[str, tuple[Database, Any]] = {}
-
-    def options(self, strategy: str, db_id: str) -> Options:
-        values = {**self.config.base_options(), "schema": schema_for(self.config.engine, db_id)}
-        return strategy_options(strategy, values)
-
-    def get(self, db_id: str) -> tuple[Database, Any]:
-        if db_id not in self._open:
-            cfg = self.config
-            engine = open_target(cfg.engine, cfg.data_dir, db_id, cfg.out_dir / "engines", cfg.pg_url)
-            database = Database(engine, self.options(cfg.strategies[0], db_id))
-            database.reflect()  # once per database, before timing, as a long-lived engine would
-            self._open[db_id] = (database, gold_connection(cfg.data_dir, db_id))
-        return self._open[db_id]
-
-    def close(self) -> None:
-        for database, gold in self._open.values():
-            database.engine.dispose()
-            gold.close()
-
-
 def shared_questions(records: list[dict[str, Any]], strategies: list[str]) -> list[dict[str, Any]]:
     """The records of the questions every strategy has a record for, so that a partial run (a prefix of
     the seeded order) compares the strategies on the same questions. Where a strategy failed on the
@@ -233,7 +190,8 @@ def shared_questions(records: list[dict[str, Any]], strategies: list[str]) -> li
     return kept
 
 
-def run_spider(config: SpiderConfig, llm: ChatModel | None = None, progress: Progress = _stderr) -> SpiderRun:
+def run_spider(config: SpiderConfig, llm: ChatModel | None = None,
+               progress: Progress = print_progress) -> SpiderRun:
     """Run (or resume) the benchmark and write its JSON, Markdown and PNG; returns the records."""
     examples = load_examples(config.data_dir)
     sample = examples if config.n is None else stratified_sample(examples, config.n, config.seed)
@@ -246,40 +204,22 @@ def run_spider(config: SpiderConfig, llm: ChatModel | None = None, progress: Pro
     # A seeded shuffle: every prefix of the run is a uniform subsample, so a partial run is unbiased.
     order = list(sample)
     random.Random(config.seed).shuffle(order)
-    databases = _DatabaseSet(config)
-    if llm is None and not config.report_only:
-        progress("preparing the model (first use installs it)...")
-        llm = chat_model_for(strategy_options(config.strategies[0], config.base_options()))
-    model_name = llm.name if llm is not None else MODELS[config.model].alias
-    run_name = config.run_name(model_name)
-    store = RecordStore(config.out_dir / f"{run_name}.jsonl")
-    todo = [] if config.report_only else [
-        (e, s) for e in order for s in config.strategies if not store.done(s, e.id)
-    ]
-    finished = sum(store.done(s, e.id) for e in sample for s in config.strategies)
-    progress(f"{len(sample)} questions x {len(config.strategies)} strategies: {finished} done, "
-             + ("report only" if config.report_only else f"{len(todo)} to run"))
-    started = time.perf_counter()
     golds: dict[int, Gold] = {}
-    try:
-        for count, (example, strategy) in enumerate(todo, 1):
-            assert llm is not None  # only --report-only runs without a model, and it runs nothing
-            database, gold_conn = databases.get(example.db_id)
-            if example.id not in golds:
-                golds[example.id] = run_gold(gold_conn, example.gold)
-            gold = golds[example.id]
-            grader = CandidateGrader(database, gold)
-            pipeline = Pipeline(database, llm, databases.options(strategy, example.db_id))
-            record = {"strategy": strategy, "engine": config.engine, "model": model_name,
-                      **answer_one(pipeline, example, gold, grader)}
-            store.append(record)
-            mark = "ok " if record["correct"] else ("ERR" if record["status"] == "llm_error" else "-- ")
-            progress(f"[{count}/{len(todo)} {time.perf_counter() - started:7.1f}s] {mark} {strategy:<18} "
-                     f"#{example.id} {example.db_id}: {record['wall_seconds']:.1f}s, "
-                     f"{record['total_tokens']} tokens")
-    finally:
-        databases.close()
-    records = shared_questions(store.select(config.strategies, {e.id for e in sample}), config.strategies)
+
+    def answer(pipeline: Pipeline, example: Example, gold_conn: Any) -> dict[str, Any]:
+        if example.id not in golds:
+            golds[example.id] = run_gold(gold_conn, example.gold)
+        gold = golds[example.id]
+        return answer_one(pipeline, example, gold, CandidateGrader(pipeline.database, gold))
+
+    run = answer_all(config, order, config.run_name, answer, _progress_line, llm, progress, count_done=True)
+    records = shared_questions(run.store.select(config.strategies, {e.id for e in sample}), config.strategies)
     summaries = summarize(records, config.strategies)
-    outputs = write_outputs(config, run_name, records, summaries)
+    outputs = write_outputs(config, run.name, records, summaries)
     return SpiderRun(records, summaries, outputs)
+
+
+def _progress_line(record: dict[str, Any]) -> str:
+    mark = "ok " if record["correct"] else ("ERR" if record["status"] == "llm_error" else "-- ")
+    return (f"{mark} {record['strategy']:<18} #{record['id']} {record['db_id']}: {record['wall_seconds']:.1f}s, "
+            f"{record['total_tokens']} tokens")
