@@ -36,10 +36,10 @@ EXPECTED: dict[str, dict[str, tuple[int, str, str, int]]] = {
         "greedy": (43, "55.8", "55.8", 1268),
         "self-consistency": (43, "65.1", "69.8", 6633),
     },
-    "spider-postgresql-0.5b-n200": {  # the first 14 questions with all three strategies
-        "self-consistency+repair+hints": (14, "42.9", "42.9", 8636),
-        "greedy+repair+hints": (14, "28.6", "28.6", 1568),
-        "greedy+repair": (14, "35.7", "35.7", 1404),
+    "spider-postgresql-0.5b-n200": {  # the first 39 questions with all three strategies
+        "self-consistency+repair+hints": (39, "46.2", "53.8", 8197),
+        "greedy+repair+hints": (39, "35.9", "35.9", 1472),
+        "greedy+repair": (39, "43.6", "43.6", 1289),
     },
     "spider-sqlite-0.5b-dpc": {
         "self-consistency": (200, "51.0", "55.5", 6906),

@@ -10,7 +10,7 @@ from ..errors import ConfigurationError
 # name -> Options overrides. Every strategy shares the same candidate pool through the record/replay
 # cache: greedy's only request is self-consistency's candidate 0 (temperature 0, seed 0).
 # The stages that are on by default (``Options``); BASELINE below turns them off for the other strategies.
-DEFAULT_ON: dict[str, Any] = {"schema_repair": True, "schema_hints": True, "check_literals": True}
+DEFAULT_ON: dict[str, Any] = {"schema_repair": True, "check_literals": True}
 
 STRATEGIES: dict[str, dict[str, Any]] = {
     "greedy": {"candidates": 1},
@@ -83,7 +83,7 @@ def parse_strategies(text: str) -> list[str]:
 
 # What every strategy starts from unless it says otherwise: the stages whose default is on are off, so that a
 # strategy's name means the same pipeline as when its figures were recorded (``+repair`` turns repair on).
-BASELINE: dict[str, Any] = {name: False for name in DEFAULT_ON} | {"schema_facts": False}
+BASELINE: dict[str, Any] = {name: False for name in DEFAULT_ON} | {"schema_facts": False, "schema_hints": False}
 
 
 def strategy_options(name: str, base: Mapping[str, Any]) -> Options:
