@@ -82,7 +82,7 @@ def test_concurrent_candidates_embedded(benchmark: Any, tmp_path: Path) -> None:
     local = chat_model_for(options)
     # the server itself, not LocalChatModel (whose max_concurrency = 1 would send one at a time either way)
     model = OpenAIChatModel(local.server.base_url, local.name, "local", use_env_proxy=False)  # type: ignore[attr-defined]
-    send_all(model, requests[:1], 1)  # start the server and fill its prompt cache
+    [wait() for wait in send_all(model, requests[:1], 1)]  # start the server and fill its prompt cache
     times: dict[int, list[float]] = {1: [], 5: []}
     order = [1, 5]
 
@@ -90,7 +90,7 @@ def test_concurrent_candidates_embedded(benchmark: Any, tmp_path: Path) -> None:
         order.reverse()
         for concurrency in order:
             start = time.perf_counter()
-            send_all(model, requests, concurrency)
+            [wait() for wait in send_all(model, requests, concurrency)]
             times[concurrency].append(time.perf_counter() - start)
 
     benchmark.group = "(f) concurrent candidates"

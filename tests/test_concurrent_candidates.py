@@ -123,3 +123,16 @@ def test_a_model_that_serves_one_request_at_a_time_gets_them_one_at_a_time(serve
     _, report = answer(shop_url, cached, concurrency=5)
     cached.close()
     assert endpoint.most_in_flight == 1 and len(report.candidates) == 5
+
+
+def test_replies_in_are_used_while_later_requests_hang(server, shop_url):
+    """Side by side, candidate 0 and 1 are run as soon as their replies are in; a sample that hangs past the
+    question's budget ends generation there, and the answer comes from the candidates that ran."""
+    def responder(payload: dict[str, Any]) -> Reply:
+        seed = payload.get("seed") or 0
+        return Reply(body=completion(fenced(BRAZIL)), delay_s=0.05 if seed < 2 else 10)
+
+    server.responder = responder
+    rows, report = answer(shop_url, server.model(), concurrency=5, question_timeout_s=2)
+    assert len(rows) == 2 and [c.index for c in report.candidates] == [0, 1]
+    assert report.vote == "unverified" and any("generation stopped before candidate 2" in n for n in report.notes)

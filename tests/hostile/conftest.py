@@ -46,6 +46,7 @@ HOSTILE_OPTIONS: dict[str, Any] = {
     "llm_api_key": "x", "llm_max_retries": 0, "llm_timeout_s": 30, "candidates": 1, "max_refinements": 1,
     "probe": True, "max_probes": 1, "verify": True, "max_repairs": 1,
     "statement_timeout_s": 0.3, "probe_timeout_s": 0.2, "row_cap": 100,
+    "concurrency": 1,  # the hostile model answers by arrival order: requests must arrive in candidate order
 }
 
 # ------------------------------------------------------------------------------------ hostile model

@@ -37,7 +37,8 @@ def shop_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 def engine_for(url: str, server: FakeServer, **options: Any) -> sa.Engine:
     """A verified engine whose model is ``server``; one greedy candidate and one refinement by default."""
     settings: dict[str, Any] = {"llm_base_url": server.url, "llm_api_key": "x", "llm_model": "fake-model",
-                                "llm_max_retries": 1, "llm_timeout_s": 10, "candidates": 1, "max_refinements": 1}
+                                "llm_max_retries": 1, "llm_timeout_s": 10, "candidates": 1, "max_refinements": 1,
+                                "concurrency": 1}  # the scripts answer by arrival order: one request at a time
     return verifiedsql.create_engine(url, **{**settings, **options})
 
 

@@ -2,15 +2,16 @@
 ``verifiedsql.llm`` log at DEBUG (``logs``).
 
 Independent requests (a question's candidates) may be sent side by side (``send_all``, up to the
-``concurrency`` option). They are recorded in request order, whatever order they finish in, so the report
-and the record/replay cache do not depend on which call returns first."""
+``concurrency`` option). They are waited for and recorded in request order, whatever order they finish in,
+so the report and the record/replay cache do not depend on which call returns first."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 from .. import logs
 from ..llm.base import ChatModel, ChatRequest, ChatResponse
@@ -47,14 +48,18 @@ def model_concurrency(llm: ChatModel) -> int | None:
     return None
 
 
-def send_all(llm: ChatModel, requests: Sequence[ChatRequest], concurrency: int) -> list[Sent]:
-    """Send ``requests``, up to ``concurrency`` at a time (and no more than the model serves side by side);
-    the outcomes come back in request order."""
+def send_all(llm: ChatModel, requests: Sequence[ChatRequest], concurrency: int) -> list[Callable[[], Sent]]:
+    """Each request's outcome, to be waited for in request order: up to ``concurrency`` requests (and no more
+    than the model serves side by side) are in flight at once, so the first reply can be used while later
+    ones are still on their way. At a concurrency of 1 a request is sent only when its outcome is asked
+    for, one after the other."""
     concurrency = min(concurrency, model_concurrency(llm) or concurrency)
     if concurrency <= 1 or len(requests) <= 1:
-        return [send(llm, request) for request in requests]
-    with ThreadPoolExecutor(max_workers=min(concurrency, len(requests)), thread_name_prefix="verifiedsql-llm") as pool:
-        return list(pool.map(lambda request: send(llm, request), requests))
+        return [partial(send, llm, request) for request in requests]
+    pool = ThreadPoolExecutor(max_workers=min(concurrency, len(requests)), thread_name_prefix="verifiedsql-llm")
+    futures = [pool.submit(send, llm, request) for request in requests]
+    pool.shutdown(wait=False)  # the threads end with their requests (each capped by the question's time)
+    return [future.result for future in futures]
 
 
 def record(sent: Sent, report: VerificationReport) -> ChatResponse:

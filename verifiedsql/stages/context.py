@@ -75,9 +75,9 @@ class QuestionContext:
         """Send one request (its timeout capped by the time left) and record it in the report."""
         return call_model(self.llm, request, self.report)
 
-    def send_all(self, requests: Sequence[ChatRequest]) -> list[Sent]:
+    def send_all(self, requests: Sequence[ChatRequest]) -> list[Callable[[], Sent]]:
         """Send independent requests side by side, up to the ``concurrency`` option, each capped by the time
-        left; nothing is recorded until ``record`` is called on each outcome, in order."""
+        left: each item waits for its request's outcome, which ``record`` then records (in order)."""
         return send_all(self.llm, requests, self.options.concurrency)
 
     def record(self, sent: Sent) -> ChatResponse:

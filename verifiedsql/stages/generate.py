@@ -146,22 +146,22 @@ class CandidateGenerator:
         context's); then each run goes through the context's candidate checks (e.g. verify-and-repair).
 
         The candidates' requests go out in waves (``_waves``), each wave's side by side up to the
-        ``concurrency`` option; the replies are then run and refined one by one in candidate order, so the
-        outcome does not depend on which call returned first. After each candidate, ``stop`` (adaptive
-        sampling, ``stages/sampling.py``) may end the drawing: it returns why, which becomes a note. When the
-        time budget runs out, the runs so far (maybe none) are returned and a note says where generation
-        stopped."""
+        ``concurrency`` option; each reply is run and refined as soon as it and those before it are in, in
+        candidate order, so the outcome does not depend on which call returned first. After each candidate,
+        ``stop`` (adaptive sampling, ``stages/sampling.py``) may end the drawing: it returns why, which
+        becomes a note. When the time budget runs out, the runs so far (maybe none) are returned and a note
+        says where generation stopped."""
         ctx, report = self.ctx, self.ctx.report
         question, schema_text = ctx.question, ctx.schema_text if schema_text is None else schema_text
         prompt = generation_messages(self.ctx.profile, schema_text, question)
         runs: list[CandidateRun] = []
         seen = Tried(self.database.profile.sqlglot_dialect)
         for wave in self._waves(stop):
-            sent = ctx.send_all([self._request(prompt, index) for index in wave])
-            for index, outcome in zip(wave, sent):
+            pending = ctx.send_all([self._request(prompt, index) for index in wave])
+            for index, outcome in zip(wave, pending):
                 greedy = index == 0
                 try:
-                    reply = ctx.record(outcome)
+                    reply = ctx.record(outcome())
                 except QuestionTimeoutError as error:
                     report.notes.append(f"generation stopped before candidate {index}: {error}")
                     return runs
