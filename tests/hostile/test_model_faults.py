@@ -270,7 +270,7 @@ def test_retry_after_beyond_the_budget_fails_at_once(shop_url: str, server: Fake
 
 def test_each_model_call_gets_the_time_left_as_its_timeout(shop_url: str) -> None:
     model = ScriptedChatModel(lambda request: fenced(BRAZIL_SQL))
-    engine = verifiedsql.create_engine(shop_url, llm=model, candidates=2, question_timeout_s=50)
+    engine = verifiedsql.create_engine(shop_url, llm=model, candidates=2, question_timeout_s=50, concurrency=1)
     ask(engine)
     first, second = (request.timeout_s for request in model.requests)
     assert first is not None and second is not None and 49 < second <= first <= 50
