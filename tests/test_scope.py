@@ -20,6 +20,7 @@ from verifiedsql.bench.scope import KINDS, ScopeConfig, load_questions, run_scop
 from verifiedsql.errors import NoAnswerError, NoDataError
 from verifiedsql.failures import error_class, missing_name
 from verifiedsql.llm.base import ChatRequest
+from verifiedsql.stages.repair import resembles
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ROOT / "benchmarks" / "out_of_scope.json"
@@ -119,6 +120,26 @@ def test_a_column_the_schema_has_elsewhere_is_a_mistake_not_missing_data(shop):
             max_refinements=0)
     assert type(info.value) is NoAnswerError and OLD_TEXT in str(info.value)
     assert error_class("error", info.value.report.candidates[0].error) == "unknown column"
+
+
+@pytest.mark.parametrize("sql", ["SELECT contry FROM customers", "SELECT ctry FROM customers"])
+def test_a_misspelled_or_abbreviated_name_is_a_mistake_not_missing_data(shop, sql):
+    # customers has a country: "contry" and "ctry" are no columns, but the data is there
+    with pytest.raises(NoAnswerError) as info:
+        ask(shop, "Which customers are there?", scripted(sql), schema_repair=False, max_refinements=0)
+    assert type(info.value) is NoAnswerError and OLD_TEXT in str(info.value)
+
+
+@pytest.mark.parametrize(("wanted", "names", "expected"), [
+    ("independenceyear", ["IndepYear"], True),  # an abbreviation
+    ("dept_name", ["department_name"], True),
+    ("adress", ["address"], True),  # a misspelling
+    ("Weight_Rank", ["Weight", "Rank"], False),  # a name plus another word: something else
+    ("coat_code", ["code"], False),
+    ("email", ["name", "emp_id"], False),
+])
+def test_which_names_resemble_a_schema_name(wanted, names, expected):
+    assert resembles(wanted, names) is expected
 
 
 def test_a_syntax_failure_keeps_the_old_no_answer_error(shop):

@@ -28,7 +28,7 @@ Repair classes, all from schema facts only:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -228,21 +228,50 @@ def _singular(name: str) -> str:
     return name
 
 
-def _near(wanted: str, names: list[str]) -> str | None:
-    """The one name close to ``wanted``: equal without case, underscores and plural endings, else within one
-    edit (two for names of 8 letters or more); None when none or several are that close."""
-    target = _norm(wanted)
-    for same in (
+def _closeness(target: str) -> tuple[Callable[[str], bool], ...]:
+    """The tests a name passes when it is close to the normalized ``target``, strictest first."""
+    return (
         lambda n: _norm(n) == target,
         lambda n: _singular(_norm(n)) == _singular(target),
         lambda n: len(target) >= 5 and _distance(_norm(n), target, 2) <= (2 if len(target) >= 12 else 1),
-    ):
+    )
+
+
+def _near(wanted: str, names: list[str]) -> str | None:
+    """The one name close to ``wanted``: equal without case, underscores and plural endings, else within one
+    edit (two for names of 12 letters or more); None when none or several are that close."""
+    target = _norm(wanted)
+    for same in _closeness(target):
         hits = sorted({n for n in names if same(n)})
         if len(hits) == 1:
             return hits[0]
         if len(hits) > 1:
             return None
     return None
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """``short`` keeps ``long``'s first and last letters and at least half its letters, in order, and is not
+    merely its start or end (``indepyear`` abbreviates ``independenceyear``; ``weight`` does not abbreviate
+    ``weightrank``, which names something else)."""
+    if len(short) < 4 or 2 * len(short) < len(long) or (short[0], short[-1]) != (long[0], long[-1]):
+        return False
+    if long.startswith(short) or long.endswith(short):
+        return False
+    letters = iter(long)
+    return all(letter in letters for letter in short)
+
+
+def resembles(wanted: str, names: Iterable[str]) -> bool:
+    """Whether ``wanted`` is close to one of ``names`` (as ``_near`` finds, several matches included) or an
+    abbreviation of one, or one of them of it: a misspelled name, not a name the schema lacks."""
+    target = _norm(wanted)
+    tests = _closeness(target)
+    for name in names:
+        other = _norm(name)
+        if any(same(name) for same in tests) or _abbreviates(*sorted((other, target), key=len)):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------- types

@@ -7,9 +7,10 @@ the report, the reflected schema and the engine's errors; none is tuned to a que
   against it: it is built only from constants), so what it says comes from the model, not from the data.
 - **Missing names** (``check_unanswered``): no candidate ran, and every candidate's final error (after repair
   and refinement) is a schema-name error (``failures.error_class``: unknown table or unknown column). A
-  name the error gives must be no table or column anywhere in the schema: a column that exists in another
-  table, or an alias the query did not define ("missing FROM-clause entry"), is a mistake of the query, not
-  missing data, and leaves the old ``NoAnswerError``. The error names the missing names it could read.
+  name the error gives must be no table or column anywhere in the schema, nor a near miss or abbreviation
+  of one (``repair.resembles``): a column that exists in another table or under another spelling
+  (``independenceyear`` for ``IndepYear``), or an alias the query did not define ("missing FROM-clause
+  entry"), is a mistake of the query, not missing data, and leaves the old ``NoAnswerError``. The error names the missing names it could read.
 - **Scope check** (``scope_check``, off by default): when the answer's tier is below ``probable``, or no
   candidate ran and the rules above did not decide, the model is asked once, at temperature 0
   (``scope_prompts.py``), whether the schema holds the data; a clear NO (``llm.replies.yes_no``) ends the
@@ -31,6 +32,7 @@ from ..report import VerificationReport
 from ..schema import Schema
 from .common.grouping import capped_list
 from .context import QuestionContext
+from .repair import resembles
 from .scope_prompts import SCOPE_MAX_TOKENS, scope_messages
 
 SHOWN_TABLES = 12  # table names listed in the message; more are counted
@@ -70,8 +72,8 @@ def missing_names(report: VerificationReport, schema: Schema) -> tuple[str, ...]
             return None  # an alias the query did not define: its own mistake
         found = missing_name(candidate.error)
         if found is not None:
-            if found[1].lower() in known:
-                return None  # the schema has it, elsewhere: a mistake of the query, not missing data
+            if resembles(found[1], known):
+                return None  # the schema has it (elsewhere, or spelled otherwise): the query's mistake
             missing.append(found[1])
     return tuple(dict.fromkeys(missing))
 
