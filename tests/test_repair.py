@@ -201,6 +201,14 @@ def test_an_average_of_text_holding_numbers_casts_it_to_a_number(typed_engine):
     assert_repaired(report, model, broken, "code -> CAST(code AS ", "(AVG() of text holding numbers)")
 
 
+def test_text_holding_numbers_compared_with_an_average_is_cast_in_a_second_round(typed_engine):
+    # the AVG is repaired first; the comparison with the subquery's number then fails and is repaired too
+    broken = "SELECT title FROM films WHERE code < (SELECT AVG(code) FROM films) ORDER BY title"
+    rows, report, model = repaired(typed_engine, broken)
+    assert rows == [("Alpha",), ("Delta",)]  # codes 1 and 1, below 1.75
+    assert_repaired(report, model, broken, "(AVG() of text holding numbers)", "(its values are numbers)")
+
+
 # ---------------------------------------------------------------------- refinement, as without it
 
 def refine_script(broken: str, fixed: str):

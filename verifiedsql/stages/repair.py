@@ -694,10 +694,21 @@ class _Planner:
         return self.catalog.column(holders[0].table, node.this) or holders[0].table.column(node.name)
 
     def _kind(self, scope: Scope, node: exp.Expr) -> Kind | None:
+        """The type family of ``node``: a literal, a cast, a count or average, a scalar subquery whose one
+        output is one of those, or a column of a table in scope; None when it cannot be told."""
         if isinstance(node, exp.Literal):
             return "text" if node.is_string else ("int" if node.is_int else "num")
         if isinstance(node, exp.Cast):
             return kind_of(node.to.sql())
+        if isinstance(node, exp.Count):
+            return "int"
+        if isinstance(node, exp.Avg):
+            return "num"
+        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select) \
+                and len(node.this.expressions) == 1:
+            output = node.this.expressions[0].unalias()
+            return self._kind(scope, output) if isinstance(output, (exp.Literal, exp.Cast, exp.Count, exp.Avg)) \
+                else None
         column = self._column_of(scope, node)
         return kind_of(column.type) if column is not None else None
 
