@@ -66,6 +66,29 @@ def test_ex_needs_order_when_gold_orders():
     assert not matches(rs([(2, "y"), (1, "x")]), gold)
 
 
+def test_rows_the_gold_ranks_equal_may_come_in_any_order():
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE people (name TEXT, age INT)")
+    conn.executemany("INSERT INTO people VALUES (?, ?)", [("a", 30), ("b", 29), ("c", 29), ("d", 23), ("e", 29)])
+    gold = run_gold(conn, "SELECT name FROM people ORDER BY age")
+    assert gold.ties == (1, 3, 1)
+    assert matches(rs([("d",), ("e",), ("b",), ("c",), ("a",)], ("name",)), gold)  # 29s in another order
+    assert not matches(rs([("b",), ("d",), ("c",), ("e",), ("a",)], ("name",)), gold)  # a 29 before the 23
+    assert not matches(rs([("d",), ("b",), ("c",), ("a",)], ("name",)), gold)
+    # an alias as the key, and two columns in either order
+    counted = run_gold(conn, "SELECT age, count(*) AS n FROM people GROUP BY age ORDER BY n, age")
+    assert counted.ties == (1, 1, 1)
+    by_count = run_gold(conn, "SELECT age, count(*) AS n FROM people GROUP BY age ORDER BY n")
+    assert by_count.ties == (2, 1)
+    assert matches(rs([(1, 30), (1, 23), (3, 29)], ("n", "age")), by_count)
+    # LIMIT, DISTINCT and keys by position keep the strict order
+    for sql in ("SELECT name FROM people ORDER BY age LIMIT 3", "SELECT DISTINCT age FROM people ORDER BY age",
+                "SELECT name, age FROM people ORDER BY 2"):
+        assert run_gold(conn, sql).ties is None, sql
+
+
 def test_run_gold_reads_the_order_of_the_outermost_query():
     import sqlite3
 

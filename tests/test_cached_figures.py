@@ -37,9 +37,9 @@ EXPECTED: dict[str, dict[str, tuple[int, str, str, int]]] = {
         "self-consistency": (43, "65.1", "69.8", 6633),
     },
     "spider-postgresql-0.5b-n200": {  # the first 39 questions with all three strategies
-        "self-consistency+repair+hints": (39, "46.2", "53.8", 8197),
-        "greedy+repair+hints": (39, "35.9", "35.9", 1472),
-        "greedy+repair": (39, "43.6", "43.6", 1289),
+        "self-consistency+repair+hints": (39, "48.7", "56.4", 8003),
+        "greedy+repair+hints": (39, "38.5", "38.5", 1407),
+        "greedy+repair": (39, "46.2", "46.2", 1227),
     },
     "spider-sqlite-0.5b-dpc": {
         "self-consistency": (200, "51.0", "55.5", 6906),
