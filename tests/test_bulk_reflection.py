@@ -309,6 +309,30 @@ def test_a_large_schema_is_sampled_per_table_on_first_need(engine_factory, monke
     assert Database(engine, options(sample_values=0)).with_samples(schema) == schema
 
 
+def test_lazy_samples_keep_to_the_questions_deadline(engine_factory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a question's deadline spent, no table is read and none is remembered as read: a later question
+    with time left reads them. Each read gets at most the time left."""
+    from verifiedsql.deadline import Deadline
+
+    engine = filled(engine_factory("sqlite"), ["alpha", "beta", "gamma"])
+    monkeypatch.setattr(database_module, "EAGER_SAMPLE_TABLES", 1)
+    timeouts: list[float] = []
+    run_on = Database._run_on
+
+    def timed(self: Database, conn: Any, sql: str, cap: int, timeout_s: float) -> Any:
+        timeouts.append(timeout_s)
+        return run_on(self, conn, sql, cap, timeout_s)
+
+    monkeypatch.setattr(Database, "_run_on", timed)
+    db = Database(engine, options(sample_values=2))
+    schema = db.reflect()
+    assert db.with_samples(schema, deadline=Deadline(0.0)) == schema and not timeouts
+    sampled = db.with_samples(schema, ["alpha"], deadline=Deadline(2.0))
+    assert sampled.table("alpha").columns[1].samples and len(timeouts) == 1 and timeouts[0] <= 2.0
+    assert db.with_samples(schema, deadline=Deadline()) != schema and len(timeouts) == 3  # beta, gamma
+    assert timeouts[-1] == db.options.statement_timeout_s  # no budget: the statement timeout
+
+
 @pytest.mark.parametrize("budget", [100, 100_000])
 def test_compression_samples_only_the_tables_it_shows(engine_factory, monkeypatch: pytest.MonkeyPatch,
                                                       budget: int) -> None:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from functools import partial
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
@@ -37,6 +37,9 @@ from .readonly import STRATEGIES, Strategy
 from .results import ResultSet
 from .safety import check_query
 from .schema import Column, ForeignKey, Schema, Table
+
+if TYPE_CHECKING:
+    from .deadline import Deadline
 
 # The connection a question was asked on (set by ``Database.asked_on``), per thread or task.
 _CALLER: ContextVar[sa.Connection | None] = ContextVar("verifiedsql_caller", default=None)
@@ -246,9 +249,12 @@ class Database:
         texts[id(type_)] = text
         return text
 
-    def with_samples(self, schema: Schema, tables: Iterable[str] | None = None) -> Schema:
+    def with_samples(self, schema: Schema, tables: Iterable[str] | None = None,
+                     deadline: Deadline | None = None) -> Schema:
         """``schema`` with sample values in the tables named (in any case; all when None): each table is
-        read once per reflection (``_with_samples``, on one connection for all), then kept."""
+        read once per reflection (``_with_samples``, on one connection for all), then kept. With a question's
+        ``deadline``, each read is held to the time left, and once it is spent the tables not read yet stay
+        without samples (they are read when a later question needs them)."""
         if self.options.sample_values <= 0:
             return schema
         wanted = None if tables is None else {name.lower() for name in tables}
@@ -257,8 +263,12 @@ class Database:
         if missing:
             with self._connect() as conn:
                 for table in missing:
-                    self._sampled[table.name] = replace(table, columns=self._with_samples(conn, table.name,
-                                                                                          table.columns))
+                    if deadline is not None and deadline.expired:
+                        break
+                    timeout = self._timeout(None if deadline is None else deadline.cap(None))
+                    columns = self._with_samples(conn, table.name, table.columns, timeout)
+                    if columns is not None:
+                        self._sampled[table.name] = replace(table, columns=columns)
         if not chosen:
             return schema
         return replace(schema, tables=tuple(self._sampled.get(t.name, t) if wanted is None or t.name.lower() in wanted
@@ -273,17 +283,22 @@ class Database:
             name = name[len(schema) + 1:]
         return f"{preparer.quote_schema(schema)}.{preparer.quote(name)}" if schema else preparer.quote(name)
 
-    def _with_samples(self, conn: sa.Connection, table: str, columns: tuple[Column, ...]) -> tuple[Column, ...]:
+    def _with_samples(self, conn: sa.Connection, table: str, columns: tuple[Column, ...],
+                      timeout_s: float | None = None) -> tuple[Column, ...] | None:
         """``columns`` with up to ``options.sample_values`` distinct non-null values each, in first-seen
         order among the table's first SAMPLE_SCAN_ROWS rows: one bounded query per table, through
-        both safety layers (never a full scan)."""
+        both safety layers (never a full scan), within ``timeout_s`` (default: the statement timeout). None
+        when a ``timeout_s`` shorter than the statement timeout ran out: the table may be read again later."""
         limit = self.options.sample_values
+        timeout = self._timeout(timeout_s)
         sql = f"SELECT * FROM {self.quoted_table(table)} LIMIT {SAMPLE_SCAN_ROWS}"
         try:
             with as_query_error("sampling the table"):  # e.g. a value the driver cannot convert
                 check_query(sql, self.profile)
-                result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS, self._timeout(None))
-        except (QueryError, QueryTimeoutError):  # no samples for this table, not a failure
+                result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS, timeout)
+        except QueryTimeoutError:  # no samples for this table, not a failure
+            return None if timeout < self.options.statement_timeout_s else columns
+        except QueryError:
             return columns
         positions = _column_positions(result.columns, [c.name for c in columns])
         cells = list(zip(*result.rows)) if result.rows else []

@@ -64,7 +64,7 @@ class QuestionContext:
         report = report or VerificationReport(question=question, dialect=database.profile.name)
         schema = schema if schema is not None else database.reflect()
         if not options.compress_schema:  # the prompt shows every table: sample those a large schema left bare
-            schema = database.with_samples(schema)
+            schema = database.with_samples(schema, deadline=deadline)
         return cls(question, database, options, deadline.bind(llm), report, deadline, schema,
                    render_schema(schema), prompt_profile(database.profile, schema, options.schema_hints),
                    _sandbox=sandbox)

@@ -10,7 +10,8 @@ the report, the reflected schema and the engine's errors; none is tuned to a que
   name the error gives must be no table or column anywhere in the schema, nor a near miss or abbreviation
   of one (``repair.resembles``): a column that exists in another table or under another spelling
   (``independenceyear`` for ``IndepYear``), or an alias the query did not define ("missing FROM-clause
-  entry"), is a mistake of the query, not missing data, and leaves the old ``NoAnswerError``. The error names the missing names it could read.
+  entry"), is a mistake of the query, not missing data, and leaves the old ``NoAnswerError``. The error
+  names the missing names it could read.
 - **Scope check** (``scope_check``, off by default): when the answer's tier is below ``probable``, or no
   candidate ran and the rules above did not decide, the model is asked once, at temperature 0
   (``scope_prompts.py``), whether the schema holds the data; a clear NO (``llm.replies.yes_no``) ends the

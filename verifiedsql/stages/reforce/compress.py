@@ -194,7 +194,9 @@ class SchemaCompression:
         return options.compress_schema
 
     def run(self, ctx: QuestionContext) -> None:
-        sampler = ctx.database.with_samples
+        def sampler(schema: Schema, tables: Iterable[str]) -> Schema:
+            return ctx.database.with_samples(schema, tables, ctx.deadline)
+
         compressed = compress_schema(ctx.schema, ctx.question, ctx.options.prompt_budget_tokens, ctx.llm, ctx.report,
                                      sampler)
         ctx.schema_text, ctx.report.schema_compression = compressed.text, compressed.figures()
