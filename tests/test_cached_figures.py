@@ -226,7 +226,7 @@ def test_the_repair_table_replays(model, tmp_path):
 
 # ------------------------------------------------------------- questions the data cannot answer (bench scope)
 
-SCOPE_RUNS = {"scope-sqlite-0.5b": "0.5b"}
+SCOPE_RUNS = {"scope-sqlite-0.5b": ("0.5b", "0.5B")}  # cache folder -> model, label in the README table
 SCOPE_PRINTED = re.compile(r"^(\S+)\s+n=(\d+)\s+(.*); verified: (\d+)$", re.MULTILINE)
 OUTCOMES = ("no-data", "no-answer", "unverified", "doubtful", "probable", "verified")
 
@@ -234,13 +234,15 @@ OUTCOMES = ("no-data", "no-answer", "unverified", "doubtful", "probable", "verif
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", sorted(SCOPE_RUNS))
 def test_the_scope_table_replays(name, tmp_path):
-    """The README's out-of-scope table (questions and each outcome per strategy) equals a replay of its cache."""
+    """The README's out-of-scope table rows of the run's model (questions and each outcome per strategy) equal a
+    replay of its cache."""
+    model, label = SCOPE_RUNS[name]
     cache = tmp_path / "llm-cache.sqlite"
     shutil.copy(ROOT / "benchmarks" / "runs" / name / "llm-cache.sqlite", cache)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIEDSQL_LLM_", "OPENAI_"))}
     env.pop("VERIFIEDSQL_LOCAL_MODEL", None)
     done = subprocess.run(
-        [sys.executable, "-m", "verifiedsql.cli", "bench", "scope", "--model", SCOPE_RUNS[name], "--replay",
+        [sys.executable, "-m", "verifiedsql.cli", "bench", "scope", "--model", model, "--replay",
          "--cache", str(cache), "--out", str(tmp_path / "out"), "--data", str(SPIDER), "--quiet",
          "--questions", str(ROOT / "benchmarks" / "out_of_scope.json")],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=840)
@@ -251,7 +253,8 @@ def test_the_scope_table_replays(name, tmp_path):
         printed[strategy] = (questions, *(found.get(outcome, "0") for outcome in OUTCOMES))
     section = README.read_text("utf-8").split("#### Questions the data cannot answer", 1)[1]
     stated = {row[0]: tuple(row[1:]) for row in re.findall(
-        r"^\| ([\w+-]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", section, re.MULTILINE)}
+        rf"^\| {label} \| ([\w+-]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", section,
+        re.MULTILINE)}
     assert printed and stated == printed, (stated, done.stdout)
 
 
