@@ -5,11 +5,7 @@ still runs plain SQL afterwards."""
 
 from __future__ import annotations
 
-import shutil
-import socket
 import sqlite3
-import subprocess
-import tempfile
 import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +16,7 @@ import sqlalchemy as sa
 from backends import load_shop
 from fake_openai import FakeServer, Reply, completion
 from fakes import ScriptedChatModel, fenced
+from pg_server import PostgresServer, skip_without_postgres
 
 import verifiedsql
 import verifiedsql.dbapi
@@ -211,45 +208,11 @@ def test_questions_in_other_languages_are_answered(shop_path: Path, api: str, la
 
 # ---------------------------------------------------------------------- a database that goes away
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
-
-class ThrowawayPostgres:
-    """A PostgreSQL 15 server of this module's own (never the session's), which the tests stop and start."""
-
-    def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="verifiedsql-pg-down-"))
-        shutil.chown(self.root, "postgres", "postgres")
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        self.data = self.root / "data"
-        self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
-        self._pg("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
-
-    def _pg(self, program: str, *args: str) -> None:
-        subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / program), *args], check=True,
-                       capture_output=True, text=True)
-
-    def start(self) -> None:
-        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off"
-        self._pg("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
-
-    def stop(self) -> None:
-        """Shut down now: open sessions are terminated, as in a restart by an administrator."""
-        self._pg("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
-
-    def remove(self) -> None:
-        subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(self.data),
-                        "-m", "immediate", "stop"], capture_output=True, check=False)
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
-def throwaway_pg() -> Iterator[ThrowawayPostgres]:
-    if not (PG_BIN / "initdb").exists() or shutil.which("runuser") is None:
-        pytest.skip(f"PostgreSQL binaries not found at {PG_BIN}; install Debian's 'postgresql' package")
-    server = ThrowawayPostgres()
+def throwaway_pg() -> Iterator[PostgresServer]:
+    """A server of this module's own (never the session's), which the tests stop and start."""
+    skip_without_postgres()
+    server = PostgresServer("verifiedsql-pg-down-")
     try:
         server.start()
         load_shop(sa.create_engine(server.url)).dispose()
@@ -258,7 +221,7 @@ def throwaway_pg() -> Iterator[ThrowawayPostgres]:
         server.remove()
 
 
-def stopping_model(server: ThrowawayPostgres) -> tuple[ScriptedChatModel, Callable[[], None]]:
+def stopping_model(server: PostgresServer) -> tuple[ScriptedChatModel, Callable[[], None]]:
     """A model that answers ``COUNT_SQL``, and a trigger that makes its next answer stop the server first."""
     armed: list[bool] = []
 
@@ -282,7 +245,7 @@ def asked(engine: sa.Engine) -> list[tuple[Any, ...]] | Exception:
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("pre_ping", [False, True], ids=["pool", "pool-pre-ping"])
-def test_postgres_stopped_mid_question(throwaway_pg: ThrowawayPostgres, pre_ping: bool) -> None:
+def test_postgres_stopped_mid_question(throwaway_pg: PostgresServer, pre_ping: bool) -> None:
     model, stop_during_next_answer = stopping_model(throwaway_pg)
     engine = verifiedsql.create_engine(throwaway_pg.url, llm=model, pool_pre_ping=pre_ping, **OPTIONS)
     assert asked(engine) == [(10,)]  # the schema is reflected and cached while the server is up
