@@ -1,5 +1,5 @@
-"""``verifiedsql bench spider | tiers | scope``: the command lines of the Spider accuracy harness, the tier fit
-and the out-of-scope question set."""
+"""``verifiedsql bench spider | tiers | compare | stages | scope``: the command lines of the Spider accuracy
+harness, the tier fit, runs side by side, each optional stage's effect and the out-of-scope question set."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def add_run_arguments(parser: argparse.ArgumentParser, written: str) -> None:
 
 
 def add_bench_commands(subparsers: Any) -> None:
-    """Register ``bench spider``, ``bench tiers`` and ``bench scope`` on the main parser's subparsers."""
+    """Register ``bench spider``, ``tiers``, ``compare``, ``stages`` and ``scope`` on the main parser's subparsers."""
     bench = subparsers.add_parser("bench", help="benchmarks (Spider accuracy)")
     commands = bench.add_subparsers(dest="bench_command", required=True)
     spider = commands.add_parser("spider", help="Spider dev execution accuracy per strategy")
@@ -59,6 +59,10 @@ def add_bench_commands(subparsers: Any) -> None:
                                                   "(e.g. SQLite and PostgreSQL on the same seeded questions)")
     compare.add_argument("runs", nargs="+", help="RECORDS.jsonl:STRATEGY, two or more")
     compare.set_defaults(handler=run_compare_command)
+    stages = commands.add_parser("stages", help="what each optional stage adds (EX, the verified tier, calls, "
+                                                "tokens, model seconds), from a run with both strategies of a pair")
+    stages.add_argument("records", type=Path, help="a run's JSONL records (written by `bench spider`)")
+    stages.set_defaults(handler=run_stages_command)
     scope = commands.add_parser("scope", help="questions the data cannot answer (benchmarks/out_of_scope.json): "
                                               "how each strategy ends on them, on SQLite")
     add_scope_arguments(scope)
@@ -110,6 +114,13 @@ def run_compare_command(args: argparse.Namespace) -> int:
     from .compare import compare, load_side, render
 
     print(render(compare([load_side(spec) for spec in args.runs])))
+    return 0
+
+
+def run_stages_command(args: argparse.Namespace) -> int:
+    from .stages import load_records, render, stage_rows
+
+    print(render(stage_rows(load_records(args.records))))
     return 0
 
 
