@@ -32,9 +32,9 @@ EXPECTED: dict[str, dict[str, tuple[int, str, str, int]]] = {
         "greedy": (200, "47.5", "47.5", 1297),
         "self-consistency": (200, "51.0", "55.5", 6906),
     },
-    "spider-sqlite-1.5b-n200": {  # the first 43 questions; the rest miss the cache
-        "greedy": (43, "55.8", "55.8", 1268),
-        "self-consistency": (43, "65.1", "69.8", 6633),
+    "spider-sqlite-1.5b-n200": {  # the first 120 questions; the rest miss the cache
+        "greedy": (120, "52.5", "52.5", 1289),
+        "self-consistency": (120, "60.8", "70.0", 6497),
     },
     "spider-postgresql-0.5b-n200": {  # the first 39 questions with all three strategies
         "self-consistency+repair+hints": (39, "48.7", "56.4", 8003),
@@ -314,3 +314,30 @@ def test_the_scope_check_in_scope_table_replays(tmp_path):
                       re.MULTILINE)
     stated = {strategy: (int(n), ex, int(refused), per_q, tokens) for strategy, n, ex, refused, per_q, tokens in rows}
     assert stated and stated == printed, (stated, stdout)
+
+
+# ------------------------------------------------- which stages are on by default (bench stages), replayed
+
+STAGES_RUNS = {  # model -> (cache folder, the README's lead-in to its table, strategies the table needs)
+    "1.5b": ("spider-sqlite-1.5b-n200", "On the default 1.5B model",
+             "self-consistency,self-consistency+repair,self-consistency+repair+literals,default,default-adaptive"),
+    "0.5b": ("spider-sqlite-0.5b-n200", "On 0.5B (200 questions",
+             "self-consistency,self-consistency+repair,self-consistency+repair+literals,self-consistency+repair+facts,"
+             "default,default-adaptive,default+scope"),
+}
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("model", sorted(STAGES_RUNS))
+def test_the_stages_tables_replay(model, tmp_path):
+    """The README's per-stage tables (EX change, verified precision and coverage, calls, tokens and model
+    seconds added) equal ``bench stages`` on a replay of the model's pool."""
+    from verifiedsql.bench.stages import load_records, render, stage_rows
+
+    folder, lead_in, strategies = STAGES_RUNS[model]
+    _, out = replay_spider(folder, model, strategies, tmp_path)
+    printed = render(stage_rows(load_records(next(out.glob("*.jsonl"))))).splitlines()[2:]
+    section = README.read_text("utf-8").split("#### Which stages are on by default", 1)[1]
+    table = section.split(lead_in, 1)[1].split("\n\n", 2)[1]
+    stated = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| stage |")]
+    assert printed and stated == printed, (stated, printed)
