@@ -36,10 +36,10 @@ EXPECTED: dict[str, dict[str, tuple[int, str, str, int]]] = {
         "greedy": (120, "52.5", "52.5", 1289),
         "self-consistency": (120, "60.8", "70.0", 6497),
     },
-    "spider-postgresql-0.5b-n200": {  # the first 39 questions with all three strategies
-        "self-consistency+repair+hints": (39, "48.7", "56.4", 8003),
-        "greedy+repair+hints": (39, "38.5", "38.5", 1407),
-        "greedy+repair": (39, "46.2", "46.2", 1227),
+    "spider-postgresql-0.5b-n200": {  # the first 176 questions with all three strategies
+        "self-consistency+repair+hints": (176, "51.7", "57.4", 6878),
+        "greedy+repair+hints": (176, "44.3", "44.3", 1224),
+        "greedy+repair": (176, "48.3", "48.3", 1119),
     },
     "spider-sqlite-0.5b-dpc": {
         "self-consistency": (200, "51.0", "55.5", 6906),
