@@ -226,7 +226,8 @@ def test_the_repair_table_replays(model, tmp_path):
 
 # ------------------------------------------------------------- questions the data cannot answer (bench scope)
 
-SCOPE_RUNS = {"scope-sqlite-0.5b": ("0.5b", "0.5B"), "scope-sqlite-1.5b": ("1.5b", "1.5B")}  # cache folder -> model, label in the README table
+# cache folder -> model, label in the README table
+SCOPE_RUNS = {"scope-sqlite-0.5b": ("0.5b", "0.5B"), "scope-sqlite-1.5b": ("1.5b", "1.5B")}
 SCOPE_PRINTED = re.compile(r"^(\S+)\s+n=(\d+)\s+(.*); verified: (\d+)$", re.MULTILINE)
 OUTCOMES = ("no-data", "no-answer", "unverified", "doubtful", "probable", "verified")
 
