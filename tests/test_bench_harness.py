@@ -7,6 +7,7 @@ import sqlite3
 from collections import Counter
 
 import pytest
+import sqlalchemy as sa
 from fakes import ScriptedChatModel, fenced
 
 from verifiedsql.bench.data import Example, load_examples, stratified_sample
@@ -45,7 +46,10 @@ def make_spider(root):
         "CREATE SCHEMA IF NOT EXISTS shop;\n"
         "CREATE TABLE shop.items (id BIGINT, name TEXT, price DOUBLE PRECISION, PRIMARY KEY (id));\n"
         "INSERT INTO shop.items (id, name, price) VALUES (1, 'pen', 2.5), (2, 'book', 12.0), (3, 'mug', 6.0);\n"
+        "CREATE TABLE shop.sales (id BIGINT PRIMARY KEY, item_id BIGINT);\n"
+        "INSERT INTO shop.sales (id, item_id) VALUES (1, 1), (2, 3);\n"
         "-- Foreign key constraints (added after data load)\n"
+        "ALTER TABLE shop.sales\n    ADD CONSTRAINT sold_item FOREIGN KEY (item_id) REFERENCES shop.items (id);\n"
         "ALTER TABLE shop.items ADD CONSTRAINT broken FOREIGN KEY (id) REFERENCES shop.nowhere (id);\n")
     dev = [{"id": i, "db_id": db, "question": q, "query": sql} for i, (db, q, sql) in enumerate(QUESTIONS)]
     (root / "dev.json").write_text(json.dumps(dev))
@@ -199,6 +203,10 @@ def test_postgresql_engine_loads_the_dump_into_a_schema(spider, tmp_path, postgr
         harness.load_examples = original
     assert [r["correct"] for r in run.records] == [True, True, True], [r["error"] for r in run.records]
     assert len(again.records) == 3
+    # every key the data allows is loaded, the first one under the dump's comment line too; the broken one is not
+    inspector = sa.inspect(sa.create_engine(postgres_url, poolclass=sa.NullPool))
+    assert [fk["name"] for fk in inspector.get_foreign_keys("sales", schema="shop")] == ["sold_item"]
+    assert inspector.get_foreign_keys("items", schema="shop") == []
 
 
 def test_postgresql_needs_a_url(spider, tmp_path):

@@ -134,6 +134,19 @@ def test_year_becomes_the_engines_date_part(engine_factory, dialect):
     assert_repaired(report, model, broken, "YEAR(joined) -> ")
 
 
+# ------------------------------------------------------------------------------------ the clauses
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "duckdb"])
+def test_an_aggregate_in_where_moves_to_having(engine_factory, dialect):
+    from backends import load_shop
+    engine = load_shop(engine_factory(dialect))
+    broken = "SELECT customer_id FROM orders WHERE customer_id > 1 AND COUNT(*) >= 3"
+    rows, report, model = repaired(engine, broken)
+    assert rows == [(2,), (3,), (4,), (5,)]  # customers 1 to 5 have three orders each, 6 to 10 two
+    assert_repaired(report, model, broken, "-> HAVING (an aggregate in WHERE)")
+    assert "WHERE customer_id > 1 GROUP BY customer_id HAVING COUNT(*) >= 3" in report.sql
+
+
 # -------------------------------------------------------------------------------------- the types
 
 TYPED = [
@@ -207,6 +220,25 @@ def test_text_holding_numbers_compared_with_an_average_is_cast_in_a_second_round
     rows, report, model = repaired(typed_engine, broken)
     assert rows == [("Alpha",), ("Delta",)]  # codes 1 and 1, below 1.75
     assert_repaired(report, model, broken, "(AVG() of text holding numbers)", "(its values are numbers)")
+
+
+def test_text_holding_numbers_compared_with_a_subquerys_number_column_is_cast(typed_engine):
+    # the subquery's output is a BIGINT column, read in the subquery's own scope
+    broken = "SELECT title FROM films WHERE code = (SELECT id FROM customers ORDER BY id LIMIT 1) ORDER BY title"
+    rows, report, model = repaired(typed_engine, broken)
+    assert rows == [("Alpha",), ("Delta",)]
+    if typed_engine.dialect.name == "duckdb":  # DuckDB casts VARCHAR to BIGINT here itself
+        assert report.candidates[0].attempts == [] and report.sql == broken
+        return
+    assert_repaired(report, model, broken, "code -> CAST(code AS ", "(its values are numbers)")
+
+
+def test_text_in_a_subquery_of_numbers_casts_the_subquerys_output(typed_engine):
+    # titles do not read as numbers, so the subquery's BIGINT output is cast to text instead
+    broken = "SELECT title FROM films WHERE title IN (SELECT rating FROM films)"
+    rows, report, model = repaired(typed_engine, broken)
+    assert rows == []
+    assert_repaired(report, model, broken, "rating -> CAST(rating AS ", "(compared with text)")
 
 
 # ---------------------------------------------------------------------- refinement, as without it

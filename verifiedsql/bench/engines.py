@@ -141,22 +141,28 @@ def load_postgres(engine: sa.Engine, dump: Path, db_id: str) -> None:
     with engine.connect() as conn:
         if sa.inspect(conn).has_schema(db_id.lower()) or sa.inspect(conn).has_schema(db_id):
             return
-    text = dump.read_text("utf-8")
-    body, _, constraints = text.partition("-- Foreign key constraints")
+    body, constraints = dump_parts(dump.read_text("utf-8"))
     raw = engine.raw_connection()
     try:
         cursor = raw.cursor()
         cursor.execute(body)
         raw.commit()
-        for statement in constraints.split(";"):
-            if "ALTER TABLE" in statement:
-                try:
-                    cursor.execute(statement)
-                    raw.commit()
-                except Exception:  # the data violates this key: leave it out  # noqa: BLE001
-                    raw.rollback()
+        for statement in constraints:
+            try:
+                cursor.execute(statement)
+                raw.commit()
+            except Exception:  # the data violates this key: leave it out  # noqa: BLE001
+                raw.rollback()
     finally:
         raw.close()
+
+
+def dump_parts(text: str) -> tuple[str, list[str]]:
+    """A dump's tables and rows, and its foreign-key statements one by one (each from its ``ALTER TABLE``, so
+    the comment line above the first is not part of it)."""
+    body, _, constraints = text.partition("-- Foreign key constraints")
+    statements = [s[s.index("ALTER TABLE"):].strip() for s in constraints.split(";") if "ALTER TABLE" in s]
+    return body, statements
 
 
 def has_database(engine_name: str, data_dir: Path, db_id: str) -> bool:

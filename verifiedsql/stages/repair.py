@@ -20,9 +20,12 @@ Repair classes, all from schema facts only:
   ``YEAR``/``MONTH``/``DAY``/``EXTRACT`` become ``STRFTIME``.
 - **types** (from the reflected types): a date function on an integer year column becomes the column
   (``EXTRACT(YEAR FROM year) = 2020`` -> ``year = 2020``), on text that holds dates or years a cast; a
-  comparison or join of text with a number casts the side whose sampled values all convert; ``LIKE`` and
+  comparison or join of text with a number (a subquery's output included, ``IN (SELECT ...)`` too) casts the
+  side whose sampled values all convert; ``LIKE`` and
   string functions on a non-text column cast it to text. SQLite converts types silently, so there only the
   date functions are repaired.
+- **clauses**: a WHERE condition that holds an aggregate of its own query moves to HAVING, grouped by the
+  selected columns when there is no GROUP BY.
 """
 
 from __future__ import annotations
@@ -312,7 +315,7 @@ def _plan(catalog: _Catalog, dialect: str, sql: str, error: str) -> tuple[exp.Ex
 
 class _Planner:
     """Finds the problems of one parsed SQL and the ways to fix each. Fixes are applied later, in the
-    order found: tables, columns, types, then functions; each builds its new nodes when applied, so it
+    order found: tables, columns, types, functions, then clauses; each builds its new nodes when applied, so it
     keeps what the fixes before it changed."""
 
     def __init__(self, catalog: _Catalog, dialect: str, tree: exp.Expr, error: str) -> None:
@@ -322,9 +325,11 @@ class _Planner:
         self.tree = tree
         self.error = error
         self.joins: dict[tuple[int, str, str], str] = {}  # (select id, from alias, link) -> joined alias
+        self.scopes: dict[int, Scope] = {}  # id of a SELECT -> its scope
 
     def problems(self) -> list[_Problem]:
         scopes = traverse_scope(self.tree)
+        self.scopes = {id(scope.expression): scope for scope in scopes}
         found = self._unknown_tables()
         for scope in scopes:
             sources = _sources(scope, self.catalog)
@@ -338,6 +343,9 @@ class _Planner:
         for scope in scopes:
             found += self._type_problems(scope)
         found += self._function_problems()
+        for scope in scopes:
+            if (option := self._aggregate_in_where(scope)) is not None:
+                found.append(_Problem([option]))
         return found
 
     def _sources_up(self, scope: Scope) -> Iterator[tuple[Scope, dict[str, _Source]]]:
@@ -651,6 +659,30 @@ class _Planner:
                     found.append(_Problem([option]))
         return found
 
+    def _aggregate_in_where(self, scope: Scope) -> _Option | None:
+        """A WHERE condition with an aggregate of its own query (``WHERE COUNT(*) > 2``): the conditions that
+        hold one move to HAVING, grouped by the selected columns when the query has no GROUP BY."""
+        select = scope.expression
+        where = select.args.get("where") if isinstance(select, exp.Select) else None
+        if where is None or not _aggregates(where.this, select):
+            return None
+        if any(isinstance(e.unalias(), exp.Star) for e in select.expressions):
+            return None
+
+        def apply() -> None:
+            condition = select.args["where"].this
+            conditions = list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
+            kept = [c.copy() for c in conditions if not _aggregates(c, select)]
+            moved = [c.copy() for c in conditions if _aggregates(c, select)]
+            if having := select.args.get("having"):
+                moved.insert(0, having.this.copy())
+            select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+            select.set("having", exp.Having(this=exp.and_(*moved)))
+            keys = [e.unalias().copy() for e in select.expressions if not _aggregates(e, select)]
+            if not select.args.get("group") and keys:
+                select.set("group", exp.Group(expressions=keys))
+        return _Option(f"{where.this.sql(dialect=self.dialect)} -> HAVING (an aggregate in WHERE)", apply, where)
+
     def _translation(self, node: exp.Func) -> _Option | None:
         before = node.sql(dialect="mysql")  # as a model with MySQL habits wrote it
 
@@ -694,8 +726,8 @@ class _Planner:
         return self.catalog.column(holders[0].table, node.this) or holders[0].table.column(node.name)
 
     def _kind(self, scope: Scope, node: exp.Expr) -> Kind | None:
-        """The type family of ``node``: a literal, a cast, a count or average, a scalar subquery whose one
-        output is one of those, or a column of a table in scope; None when it cannot be told."""
+        """The type family of ``node``: a literal, a cast, a count or average, a subquery's one output, or a
+        column of a table in scope; None when it cannot be told."""
         if isinstance(node, exp.Literal):
             return "text" if node.is_string else ("int" if node.is_int else "num")
         if isinstance(node, exp.Cast):
@@ -704,13 +736,17 @@ class _Planner:
             return "int"
         if isinstance(node, exp.Avg):
             return "num"
-        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select) \
-                and len(node.this.expressions) == 1:
-            output = node.this.expressions[0].unalias()
-            return self._kind(scope, output) if isinstance(output, (exp.Literal, exp.Cast, exp.Count, exp.Avg)) \
-                else None
+        if (inner := self._output(node)) is not None:
+            return self._kind(*inner)
         column = self._column_of(scope, node)
         return kind_of(column.type) if column is not None else None
+
+    def _output(self, node: exp.Expr) -> tuple[Scope, exp.Expr] | None:
+        """The scope and the one output expression of a subquery that selects one thing."""
+        if not isinstance(node, exp.Subquery) or not isinstance(node.this, exp.Select) \
+                or len(node.this.expressions) != 1 or (inner := self.scopes.get(id(node.this))) is None:
+            return None
+        return inner, node.this.expressions[0].unalias()
 
     def _type_problems(self, scope: Scope) -> list[_Problem]:
         found: list[_Problem] = []
@@ -720,6 +756,9 @@ class _Planner:
             if self.engine not in STRICT_TYPES:
                 continue
             if isinstance(node, _COMPARISONS) and (options := self._comparison(scope, node)):
+                found.append(_Problem(options))
+            if isinstance(node, exp.In) and isinstance(node.args.get("query"), exp.Subquery) \
+                    and (options := self._comparison(scope, node)):
                 found.append(_Problem(options))
             if isinstance(node, (exp.Like, exp.ILike, *_STRING_FUNCTIONS)) \
                     and (option := self._to_text(scope, node)) is not None:
@@ -764,23 +803,27 @@ class _Planner:
         return _Option(description, lambda: target.replace(build()), target)
 
     def _comparison(self, scope: Scope, node: exp.Expr) -> list[_Option]:
-        """Text compared with a number: cast the text side when its sampled values all read as numbers, else
-        the number side to text. A date compared with a year number: compare its year."""
-        left, right = node.this, node.expression
+        """Text compared with a number (by a comparison operator or ``IN (subquery)``): cast the text side when
+        its sampled values all read as numbers, else the number side to text. A date compared with a year
+        number: compare its year."""
+        left = node.this
+        right = node.args["query"] if isinstance(node, exp.In) else node.expression
         options: list[_Option] = []
         for text_side, number_side in ((left, right), (right, left)):
             text_kind, number_kind = self._kind(scope, text_side), self._kind(scope, number_side)
             if text_kind == "text" and number_kind in ("int", "num"):
-                column = self._column_of(scope, text_side)
+                text_at, text_node = self._output(text_side) or (scope, text_side)
+                number_at, number_node = self._output(number_side) or (scope, number_side)
+                column = self._column_of(text_at, text_node)
                 number_type = "BIGINT" if number_kind == "int" else "DOUBLE PRECISION"
-                if (other := self._column_of(scope, number_side)) is not None:
+                if (other := self._column_of(number_at, number_node)) is not None:
                     number_type = other.type
                 if column is not None and column.samples and all(as_number(v) is not None for v in column.samples):
-                    options.append(self._cast(text_side, number_type, "its values are numbers"))
-                if isinstance(number_side, exp.Literal):
-                    options.append(self._quote(number_side))
+                    options.append(self._cast(text_node, number_type, "its values are numbers"))
+                if isinstance(number_node, exp.Literal):
+                    options.append(self._quote(number_node))
                 elif other is not None:
-                    options.append(self._cast(number_side, "TEXT", "compared with text"))
+                    options.append(self._cast(number_node, "TEXT", "compared with text"))
             if text_kind == "date" and isinstance(number_side, exp.Literal) and is_year_number(number_side.this) \
                     and not number_side.is_string:
                 options.append(self._year_of(text_side))
@@ -821,6 +864,11 @@ class _Planner:
             return None
         what = "LIKE" if isinstance(node, (exp.Like, exp.ILike)) else f"{node.key.upper()}()"
         return self._cast(argument, "TEXT", f"{what} on a {kind} column")
+
+
+def _aggregates(node: exp.Expr, select: exp.Expr) -> bool:
+    """Whether ``node`` holds an aggregate of ``select`` itself (not of a subquery)."""
+    return any(agg.find_ancestor(exp.Select, exp.SetOperation) is select for agg in node.find_all(exp.AggFunc))
 
 
 def _unique(options: list[_Option]) -> list[_Option]:
