@@ -33,6 +33,30 @@ def test_a_unanimous_answer_with_rows_is_verified(shop_engine):
     assert "5 of 5 candidates" in report.evidence[0].detail
 
 
+def test_a_value_the_question_does_not_name_keeps_an_answer_below_verified(shop_engine):
+    # unanimous, stored as written, rows returned: only the wording says the user never gave 'Brazil'
+    rows, report, _ = ask(shop_engine, "Which customers come from the largest country of South America?",
+                          lambda r: fenced(BRAZIL))
+    assert len(rows) == 2 and report.vote == "unanimous"
+    assert report.confidence == "probable" and not report.verified
+    assert verdicts(report)["wording"] == "against"
+    assert "'Brazil', which the question does not name" in next(e.detail for e in report.evidence
+                                                                if e.check == "wording")
+
+
+@pytest.mark.parametrize(("value", "question", "named"), [
+    ("Brazil", "Who are the customers from brazil?", True),
+    ("European", "Which countries are in Europe?", True),  # a shared stem
+    ("United Airlines", 'Flights of the airline "United Airlines"?', True),
+    ("Two Year Truce", "In which year did the Second World War end?", False),  # one word of three
+    ("T", "Which languages are official?", False),
+    ("2020-01-01", "Orders of the first day of 2020?", True),  # no letter: checked elsewhere
+])
+def test_which_values_a_question_names(value, question, named):
+    from verifiedsql.stages.common.terms import named_in
+    assert named_in(value, question) is named
+
+
 def test_an_answer_made_of_constants_is_never_returned(shop_engine):
     with pytest.raises(NoDataError) as info:  # what it says comes from the model, not from the data
         ask(shop_engine, "How do you say hello in French?", lambda r: fenced(CONSTANT))

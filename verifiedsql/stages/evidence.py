@@ -5,6 +5,9 @@ Each check looks at the answer from one side and says ``for``, ``against`` or ``
 - ``result``: an empty result, a result of NULLs only, or a NULL first cell (a NULL group key or an
   aggregate over nothing); a result cut at the row or byte cap (neutral);
 - ``tables``: an answer built only from constants, that reads no table;
+- ``wording``: a string value the SQL compares with a column that the question does not name (against: the
+  answer rests on a value the user never gave, as when a question no table answers is matched to a stored
+  value that looks related);
 - ``refinement``: the chosen SQL needed self-refinement or a repair before it ran (neutral: the repaired SQL
   still has to win the vote);
 - ``constraints``: the question's constraints (``verify``), met or not;
@@ -37,7 +40,9 @@ from ..report import Candidate, Confidence, Evidence, EvidenceVerdict, LiteralOu
 from ..results import ResultSet
 from ..safety import parse_one_query
 from .base import Pool
+from .common.terms import named_in
 from .context import QuestionContext
+from .literals import compared_values
 
 HARD = ("tables", "time")  # checks that, against an answer, leave it unverified
 RESULT = ("result",)  # checks on the rows themselves
@@ -85,6 +90,19 @@ def reads_a_table(sql: str, ctx: QuestionContext) -> bool:
     except UnsafeSQLError:
         return True  # it ran, so the engine read it; do not hold a parser gap against it
     return any(True for _ in tree.find_all(exp.Table))
+
+
+def _wording(sql: str, ctx: QuestionContext) -> list[Evidence]:
+    """Against the answer when it compares a column with a string value the question does not name."""
+    try:
+        values = compared_values(parse_one_query(sql, ctx.database.profile))
+    except UnsafeSQLError:
+        return []
+    unnamed = list(dict.fromkeys(v for v in values if not named_in(v, ctx.question)))
+    if not unnamed:
+        return []
+    shown = ", ".join(exp.Literal.string(v).sql() for v in unnamed[:3])
+    return [Evidence("wording", "against", f"the SQL compares with {shown}, which the question does not name")]
 
 
 _LITERAL_VERDICTS: tuple[tuple[LiteralOutcome, EvidenceVerdict], ...] = (
@@ -142,6 +160,7 @@ def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[E
         found.append(Evidence("refinement", "neutral",
                               f"the chosen SQL ran after {len(chosen.attempts)} failed or repaired version(s)"))
     found += _literals(chosen)
+    found += _wording(chosen.sql, ctx)
     if ctx.options.verify:
         found.append(Evidence("constraints", "against" if chosen.violations else "for",
                               "; ".join(chosen.violations) if chosen.violations

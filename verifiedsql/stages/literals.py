@@ -455,6 +455,12 @@ def never_matching(tree: exp.Expr, dialect: str) -> list[str]:
     return fixes
 
 
+def compared_values(tree: exp.Expr) -> list[str]:
+    """The string values that ``tree`` compares with columns for equality (``=``, ``<>``, ``IN``, ``LIKE``
+    without a wildcard), in order."""
+    return [_value(literal) for node in tree.walk() if (found := _compared(node)) for literal in found[1]]
+
+
 def _compared(node: exp.Expr) -> tuple[exp.Expr, list[exp.Expr], Op] | None:
     """(the compared column side, its string literals, the operator) when ``node`` compares a column (or a
     cast of one) with string literals for equality: =, <>, IN (...), or LIKE without a wildcard."""

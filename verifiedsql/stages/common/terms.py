@@ -1,6 +1,6 @@
 """The literals of a question worth looking up (quoted strings, capitalised terms not at a sentence
 start, numbers, dates), and which column types hold text: shared by value grounding, probing and
-column exploration."""
+column exploration; and whether the question names a value an answer compares with (evidence)."""
 
 from __future__ import annotations
 
@@ -37,3 +37,22 @@ def question_terms(question: str) -> list[str]:
         if term and term.casefold() not in {t.casefold() for t in terms}:
             terms.append(term)
     return terms[:MAX_TERMS]
+
+
+_WORD = re.compile(r"[^\W_]+")
+MIN_STEM = 3  # words this long or longer match a word they begin or that begins them (plural, -an, -ese)
+
+
+def named_in(value: str, question: str) -> bool:
+    """Whether ``question`` names ``value``: every word of it is a word of the question (or shares its stem,
+    ``Europe``/``European``), case aside. A value with no letter (a number, a date) counts as named: those
+    are checked elsewhere."""
+    words = [w.casefold() for w in _WORD.findall(value)]
+    if not any(ch.isalpha() for w in words for ch in w):
+        return True
+    asked = [w.casefold() for w in _WORD.findall(question)]
+
+    def matches(word: str) -> bool:
+        return any(word == other or (min(len(word), len(other)) >= MIN_STEM
+                                     and (word.startswith(other) or other.startswith(word))) for other in asked)
+    return all(matches(word) for word in words)
