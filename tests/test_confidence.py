@@ -47,6 +47,9 @@ def test_a_value_the_question_does_not_name_keeps_an_answer_below_verified(shop_
 @pytest.mark.parametrize(("value", "question", "named"), [
     ("Brazil", "Who are the customers from brazil?", True),
     ("European", "Which countries are in Europe?", True),  # a shared stem
+    ("Amenity", "Which properties have amenities?", True),
+    ("France", "Which cars are French?", False),  # no lexicon of nationalities
+    ("cat", "Which cars are there?", False),
     ("United Airlines", 'Flights of the airline "United Airlines"?', True),
     ("Two Year Truce", "In which year did the Second World War end?", False),  # one word of three
     ("T", "Which languages are official?", False),

@@ -4,6 +4,7 @@ column exploration; and whether the question names a value an answer compares wi
 
 from __future__ import annotations
 
+import os
 import re
 
 MAX_TERMS = 8
@@ -40,19 +41,19 @@ def question_terms(question: str) -> list[str]:
 
 
 _WORD = re.compile(r"[^\W_]+")
-MIN_STEM = 3  # words this long or longer match a word they begin or that begins them (plural, -an, -ese)
+MIN_STEM = 3  # two words of at least this many letters match when they differ only after their shorter one's end
 
 
 def named_in(value: str, question: str) -> bool:
-    """Whether ``question`` names ``value``: every word of it is a word of the question (or shares its stem,
-    ``Europe``/``European``), case aside. A value with no letter (a number, a date) counts as named: those
-    are checked elsewhere."""
+    """Whether ``question`` names ``value``: every word of it is a word of the question, case aside, or shares
+    all but the last letter of the shorter one (``Europe``/``European``, ``amenity``/``amenities``). A value
+    with no letter (a number, a date) counts as named: those are checked elsewhere."""
     words = [w.casefold() for w in _WORD.findall(value)]
     if not any(ch.isalpha() for w in words for ch in w):
         return True
     asked = [w.casefold() for w in _WORD.findall(question)]
 
-    def matches(word: str) -> bool:
-        return any(word == other or (min(len(word), len(other)) >= MIN_STEM
-                                     and (word.startswith(other) or other.startswith(word))) for other in asked)
-    return all(matches(word) for word in words)
+    def stem_of(a: str, b: str) -> bool:
+        shared = len(os.path.commonprefix([a, b]))
+        return shared >= max(MIN_STEM, min(len(a), len(b)) - 1)
+    return all(any(word == other or stem_of(word, other) for other in asked) for word in words)
