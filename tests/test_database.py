@@ -25,6 +25,7 @@ from backends import COUNTRIES, checksum, load_shop
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
 from verifiedsql.errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError
+from verifiedsql.schema import render_schema
 
 
 def options(**values) -> Options:
@@ -93,6 +94,10 @@ def test_reflect_named_schema(engine_factory) -> None:
     assert sorted(t.name for t in schema.tables) == ["spider.customers", "spider.orders"]
     assert schema.table("spider.orders").foreign_keys[0].referred_table == "spider.customers"
     assert schema.table("spider.customers").column("country").samples
+    # the prompt writes the qualified names as SQL does: "spider.orders" would name a table with a dot in it
+    text = render_schema(schema)
+    assert "CREATE TABLE spider.orders (" in text and "REFERENCES spider.customers(id)" in text
+    assert '"spider.' not in text
 
 
 # ------------------------------------------------------------------------------------------ run_query

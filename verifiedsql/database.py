@@ -233,7 +233,7 @@ class Database:
                                c.name in primary) for c in catalog.columns[name])
         keys = tuple(ForeignKey(k.columns, self._qualified(k.referred_table, k.referred_schema), k.referred_columns)
                      for k in catalog.foreign_keys.get(name, ()))
-        return Table(self._qualified(name), columns, keys)
+        return Table(self._qualified(name), columns, keys, namespace=self.options.schema)
 
     def _qualified(self, table: str, schema: str | None = None) -> str:
         schema = schema or self.options.schema

@@ -24,9 +24,10 @@ class ForeignKey:
 
 @dataclass(frozen=True)
 class Table:
-    name: str
+    name: str  # qualified (``sales.orders``) when the ``schema`` option names a namespace
     columns: tuple[Column, ...]
     foreign_keys: tuple[ForeignKey, ...] = ()
+    namespace: str | None = None  # the namespace ``name`` begins with, if any
 
     @property
     def primary_key(self) -> tuple[str, ...]:
@@ -58,6 +59,14 @@ def _quote(name: str) -> str:
     return name if plain else '"' + name.replace('"', '""') + '"'
 
 
+def _quote_table(name: str, namespace: str | None) -> str:
+    """A table name as SQL writes it: a qualified one quoted part by part (``sales.orders``, not
+    ``"sales.orders"``, which would name a table with a dot in its name)."""
+    if namespace and name.startswith(namespace + "."):
+        return f"{_quote(namespace)}.{_quote(name[len(namespace) + 1:])}"
+    return _quote(name)
+
+
 def _sample_text(value: Any, limit: int = 40) -> str:
     text = repr(value) if isinstance(value, str) else str(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -80,7 +89,7 @@ def render_table(table: Table, *, with_samples: bool = True) -> str:
     for fk in table.foreign_keys:
         lines.append(
             f"  FOREIGN KEY ({', '.join(map(_quote, fk.columns))}) REFERENCES "
-            f"{_quote(fk.referred_table)}({', '.join(map(_quote, fk.referred_columns))}),"
+            f"{_quote_table(fk.referred_table, table.namespace)}({', '.join(map(_quote, fk.referred_columns))}),"
         )
     if lines:
         last = lines[-1]
@@ -89,7 +98,7 @@ def render_table(table: Table, *, with_samples: bool = True) -> str:
             lines[-1] = body + "  -- e.g." + comment
         else:
             lines[-1] = last.rstrip(",")
-    return f"CREATE TABLE {_quote(table.name)} (\n" + "\n".join(lines) + "\n);"
+    return f"CREATE TABLE {_quote_table(table.name, table.namespace)} (\n" + "\n".join(lines) + "\n);"
 
 
 def render_schema(schema: Schema, *, with_samples: bool = True) -> str:

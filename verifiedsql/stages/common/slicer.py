@@ -209,7 +209,7 @@ def _restricted(table: Table, names: set[str], included: set[str], index: TableI
         if (parent := index.named(fk.referred_table)) is not None and parent.name in included
         and all(c.lower() in kept for c in fk.columns)
     )
-    return Table(table.name, columns, keys)
+    return Table(table.name, columns, keys, table.namespace)
 
 
 def slice_from_columns(used: dict[str, set[str]], schema: Schema, profile: DialectProfile, scratch_dialect: str,
