@@ -2,7 +2,10 @@
 
 SQLite uses the files as they are. DuckDB gets a copy per database (declared types, primary keys, and
 the foreign keys the data satisfies), built once under a cache folder. PostgreSQL loads the
-``postgres/<db>.sql`` dumps into a server given by URL, one schema per database.
+``postgres/<db>.sql`` dumps into a server given by URL, one schema per database, and reaches each through
+the connection's ``search_path``, as a database of its own would be reached: the tables are reflected and
+shown to the model unqualified, as on the other engines (no ``schema`` option), so the prompts differ from
+SQLite's only in types, keys the data allows and the dialect's rules.
 """
 
 from __future__ import annotations
@@ -20,11 +23,6 @@ from .data import sqlite_path
 
 # The registered engines the benchmark runs on (``Backend.spider_bench``; ``open_target`` loads them).
 ENGINES = tuple(backend.name for backend in backends.registry().values() if backend.spider_bench)
-
-
-def schema_for(engine_name: str, db_id: str) -> str | None:
-    """The ``schema`` option that reaches ``db_id``: PostgreSQL holds each database in its own schema."""
-    return db_id.lower() if engine_name == "postgresql" else None
 
 
 def _quote(name: str) -> str:

@@ -19,7 +19,7 @@ from ..llm import chat_model_for
 from ..llm.base import ChatModel
 from ..llm.models import MODELS
 from ..pipeline import Pipeline
-from .engines import gold_connection, open_target, schema_for
+from .engines import gold_connection, open_target
 from .store import RecordStore
 from .strategies import strategy_options
 
@@ -52,15 +52,14 @@ class SpiderDatabases:
         self.config = config
         self._open: dict[str, tuple[Database, Any]] = {}
 
-    def options(self, strategy: str, db_id: str) -> Options:
-        values = {**self.config.base_options(), "schema": schema_for(self.config.engine, db_id)}
-        return strategy_options(strategy, values)
+    def options(self, strategy: str) -> Options:
+        return strategy_options(strategy, self.config.base_options())
 
     def get(self, db_id: str) -> tuple[Database, Any]:
         if db_id not in self._open:
             cfg = self.config
             engine = open_target(cfg.engine, cfg.data_dir, db_id, cfg.out_dir / "engines", cfg.pg_url)
-            database = Database(engine, self.options(cfg.strategies[0], db_id))
+            database = Database(engine, self.options(cfg.strategies[0]))
             database.reflect()  # once per database, before timing, as a long-lived engine would
             self._open[db_id] = (database, gold_connection(cfg.data_dir, db_id))
         return self._open[db_id]
@@ -106,7 +105,7 @@ def answer_all(config: SpiderConfig, questions: Sequence[Q], name: Callable[[str
         for count, (question, strategy) in enumerate(todo, 1):
             assert llm is not None  # only --report-only runs without a model, and it runs nothing
             database, gold = databases.get(question.db_id)
-            pipeline = Pipeline(database, llm, databases.options(strategy, question.db_id))
+            pipeline = Pipeline(database, llm, databases.options(strategy))
             record = {"strategy": strategy, "engine": config.engine, "model": model,
                       **answer(pipeline, question, gold)}
             run.store.append(record)
