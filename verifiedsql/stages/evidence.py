@@ -83,22 +83,24 @@ def _result(result: ResultSet) -> list[Evidence]:
     return found
 
 
-def reads_a_table(sql: str, ctx: QuestionContext) -> bool:
-    """Whether ``sql`` reads any table (an answer made of constants reads none)."""
+def _query_tree(sql: str, ctx: QuestionContext) -> exp.Expr | None:
+    """The chosen SQL's tree, read once for the checks below; None when the guard's parser cannot read it."""
     try:
-        tree = parse_one_query(sql, ctx.database.profile)
+        return parse_one_query(sql, ctx.database.profile)
     except UnsafeSQLError:
-        return True  # it ran, so the engine read it; do not hold a parser gap against it
-    return any(True for _ in tree.find_all(exp.Table))
+        return None
 
 
-def _wording(sql: str, ctx: QuestionContext) -> list[Evidence]:
+def reads_a_table(tree: exp.Expr | None) -> bool:
+    """Whether the query reads any table (an answer made of constants reads none). An unread query ran, so
+    the engine read it: a parser gap is not held against it."""
+    return tree is None or any(True for _ in tree.find_all(exp.Table))
+
+
+def _wording(tree: exp.Expr | None, question: str) -> list[Evidence]:
     """Against the answer when it compares a column with a string value the question does not name."""
-    try:
-        values = compared_values(parse_one_query(sql, ctx.database.profile))
-    except UnsafeSQLError:
-        return []
-    unnamed = list(dict.fromkeys(v for v in values if not named_in(v, ctx.question)))
+    values = compared_values(tree) if tree is not None else []
+    unnamed = list(dict.fromkeys(v for v in values if not named_in(v, question)))
     if not unnamed:
         return []
     shown = ", ".join(exp.Literal.string(v).sql() for v in unnamed[:3])
@@ -154,13 +156,14 @@ def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[E
     chosen = pool.selection.representative.candidate
     result = pool.selection.representative.result
     found = [_vote(pool), *_result(result)]
-    if not reads_a_table(chosen.sql, ctx):
+    tree = _query_tree(chosen.sql, ctx)
+    if not reads_a_table(tree):
         found.append(Evidence("tables", "against", "the answer is built from constants and reads no table"))
     if chosen.attempts:
         found.append(Evidence("refinement", "neutral",
                               f"the chosen SQL ran after {len(chosen.attempts)} failed or repaired version(s)"))
     found += _literals(chosen)
-    found += _wording(chosen.sql, ctx)
+    found += _wording(tree, ctx.question)
     if ctx.options.verify:
         found.append(Evidence("constraints", "against" if chosen.violations else "for",
                               "; ".join(chosen.violations) if chosen.violations

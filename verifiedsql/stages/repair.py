@@ -755,10 +755,9 @@ class _Planner:
                 found.append(_Problem([option]))
             if self.engine not in STRICT_TYPES:
                 continue
-            if isinstance(node, _COMPARISONS) and (options := self._comparison(scope, node)):
-                found.append(_Problem(options))
-            if isinstance(node, exp.In) and isinstance(node.args.get("query"), exp.Subquery) \
-                    and (options := self._comparison(scope, node)):
+            compares = isinstance(node, _COMPARISONS) \
+                or (isinstance(node, exp.In) and isinstance(node.args.get("query"), exp.Subquery))
+            if compares and (options := self._comparison(scope, node)):
                 found.append(_Problem(options))
             if isinstance(node, (exp.Like, exp.ILike, *_STRING_FUNCTIONS)) \
                     and (option := self._to_text(scope, node)) is not None:
