@@ -48,3 +48,21 @@ def test_nothing_ran():
 def test_ordered_results_split_on_order():
     runs = [run(0, [1, 2], ordered=True), run(1, [2, 1], ordered=True)]
     assert len(cluster_runs(runs)) == 2
+
+
+def test_a_doubted_cluster_needs_a_lead_of_two():
+    doubted = {1, 2, 3}  # candidate indices whose result has evidence against it
+    runs = [run(0, [1]), run(1, [2]), run(2, [2]), run(3, [2]), run(4, [1])]
+    selection = select_majority(runs, cluster_runs(runs), lambda r: r.candidate.index in doubted)
+    assert selection.cluster.members == [0, 4] and selection.vote == "unverified"
+    assert "evidence against it" in selection.reason
+    runs.append(run(5, [2]))
+    doubted.add(5)
+    selection = select_majority(runs, cluster_runs(runs), lambda r: r.candidate.index in doubted)
+    assert selection.cluster.members == [1, 2, 3, 5] and selection.vote == "majority"
+
+
+def test_without_a_doubt_the_largest_cluster_wins():
+    runs = [run(0, [1]), run(1, [2]), run(2, [2])]
+    assert select_majority(runs, cluster_runs(runs), lambda r: False).cluster.members == [1, 2]
+    assert select_majority(runs, cluster_runs(runs), None).cluster.members == [1, 2]

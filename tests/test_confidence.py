@@ -88,6 +88,25 @@ def test_a_majority_is_probable_and_a_tie_doubtful(shop_engine_sqlite):
     assert tie.vote == "unverified" and tie.confidence == "doubtful" and verdicts(tie)["vote"] == "against"
 
 
+def test_the_vote_weighs_evidence_against_a_result(shop_engine):
+    # three candidates compare with a value the question never gave and find nobody; two find the customers
+    script = by_seed({0: NOBODY, 1: NOBODY, 2: NOBODY, 3: BRAZIL, 4: BRAZIL})
+    rows, report, _ = ask(shop_engine, "Customers from Brazil?", script)
+    assert len(rows) == 2 and report.sql == BRAZIL
+    assert report.vote == "unverified" and "a larger cluster's result has evidence against it" in report.reason
+    assert report.confidence == "doubtful"  # two of five: the vote itself is still against it
+    rows, report, _ = ask(shop_engine, "Customers from Brazil?", script, weigh_evidence=False)
+    assert rows == [] and report.sql == NOBODY and report.vote == "majority"
+
+
+def test_a_doubted_result_still_wins_by_two_votes(shop_engine_sqlite):
+    # 'USA' is not in the question, but four of five agree on it: a lead of two or more outweighs the doubt
+    script = by_seed({0: OTHER, 1: OTHER, 2: OTHER, 3: OTHER, 4: BRAZIL})
+    _, report, _ = ask(shop_engine_sqlite, "Customers from Brazil?", script)
+    assert report.sql == OTHER and report.vote == "majority"
+    assert verdicts(report)["wording"] == "against" and report.confidence == "probable"
+
+
 def test_a_single_candidate_has_no_vote_to_show(shop_engine_sqlite):
     _, report, _ = ask(shop_engine_sqlite, "Customers from Brazil?", lambda r: fenced(BRAZIL), candidates=1)
     assert verdicts(report)["vote"] == "neutral" and report.confidence == "doubtful"

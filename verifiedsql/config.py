@@ -98,6 +98,9 @@ class Options:
     schema_facts: bool = False
     # look each string or date literal a candidate compares with a column up in that column (stages/literals.py)
     check_literals: bool = True
+    # the vote counts a candidate whose result has evidence against it (empty or NULL, a value the question does
+    # not name, a literal stored in a linked table) as less than one: it must lead by two (stages/evidence.py)
+    weigh_evidence: bool = True
     verify: bool = False  # check each candidate that ran against the question's constraints and repair it
     max_repairs: int = 3
     probe: bool = False  # let the model run exploratory queries first; findings go into the prompt

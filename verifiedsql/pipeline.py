@@ -23,7 +23,7 @@ from .stages.cluster import cluster_runs, select_majority
 from .stages.context import QuestionContext
 from .stages.dpc import DualParadigmTesting
 from .stages.evidence import DEFAULT_RULE as TIER_RULE
-from .stages.evidence import gather_evidence, vote_count, vote_share
+from .stages.evidence import doubt_for, gather_evidence, vote_count, vote_share
 from .stages.generate import CandidateGenerator
 from .stages.literals import LiteralChecks
 from .stages.pvsql import ModelProbing, ValueGrounding, VerifyAndRepair
@@ -167,7 +167,7 @@ class Pipeline:
             runs = CandidateGenerator(ctx).generate(stop=stop)
         with _timed(report, "select"):
             clusters = cluster_runs(runs)
-            pool = Pool(runs, clusters, select_majority(runs, clusters))
+            pool = Pool(runs, clusters, select_majority(runs, clusters, doubt_for(ctx)))
         for pool_stage in self.pool_stages:  # out of time, a stage ends and the pool so far stands
             if pool_stage.applies(self.options, pool):
                 with _timed(report, pool_stage.name), _keeping(deadline):

@@ -20,6 +20,7 @@ from ..errors import ConfigurationError
 STAGE_PAIRS: tuple[tuple[str, str, str], ...] = (
     ("schema_repair", "self-consistency+repair", "self-consistency"),
     ("check_literals", "self-consistency+repair+literals", "self-consistency+repair"),
+    ("weigh_evidence", "default", "self-consistency+repair+literals"),
     ("schema_facts", "self-consistency+repair+facts", "self-consistency+repair"),
     ("adaptive", "default-adaptive", "default"),
     ("scope_check", "default+scope", "default"),

@@ -10,7 +10,7 @@ from ..errors import ConfigurationError
 # name -> Options overrides. Every strategy shares the same candidate pool through the record/replay
 # cache: greedy's only request is self-consistency's candidate 0 (temperature 0, seed 0).
 # The stages that are on by default (``Options``); BASELINE below turns them off for the other strategies.
-DEFAULT_ON: dict[str, Any] = {"schema_repair": True, "check_literals": True}
+DEFAULT_ON: dict[str, Any] = {"schema_repair": True, "check_literals": True, "weigh_evidence": True}
 
 STRATEGIES: dict[str, dict[str, Any]] = {
     "greedy": {"candidates": 1},

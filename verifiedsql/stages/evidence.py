@@ -19,6 +19,10 @@ Each check looks at the answer from one side and says ``for``, ``against`` or ``
   concluded, when they ran;
 - ``time``: the question's time budget ran out before every check was done.
 
+With ``weigh_evidence`` the vote itself weighs three of these checks: a candidate whose result is empty or
+NULL, whose SQL compares with a value the question does not name, or whose literal lives in a linked table
+(``doubts``) counts as less than one vote when clusters are compared (``cluster.select_majority``).
+
 The tier follows from the evidence by ``TierRule.tier_of`` (its thresholds are fitted on one seeded half of
 Spider dev and reported on the other; see the README's Benchmarks):
 - ``unverified``: nothing ran, the time ran out, or the answer reads no table;
@@ -40,8 +44,10 @@ from ..report import Candidate, Confidence, Evidence, EvidenceVerdict, LiteralOu
 from ..results import ResultSet
 from ..safety import parse_one_query
 from .base import Pool
+from .cluster import Doubt
 from .common.terms import named_in
 from .context import QuestionContext
+from .generate import CandidateRun
 from .literals import compared_values
 
 HARD = ("tables", "time")  # checks that, against an answer, leave it unverified
@@ -148,6 +154,22 @@ def _stage_checks(report: VerificationReport, chosen_sql: str, cluster: set[int]
                               "the R3 review " + ("revised the SQL" if report.review.changed else
                                                   "left the SQL unchanged")))
     return found
+
+
+def doubts(run: CandidateRun, ctx: QuestionContext) -> list[Evidence]:
+    """The checks against one candidate's result on their own, before any vote: an empty or NULL result, a
+    compared value the question does not name, a literal stored in a linked table instead."""
+    found = [e for e in _result(run.result) if e.verdict == "against"] if run.result is not None else []
+    found += _wording(_query_tree(run.candidate.sql, ctx), ctx.question)
+    found += [e for e in _literals(run.candidate) if e.verdict == "against"]
+    return found
+
+
+def doubt_for(ctx: QuestionContext) -> Doubt | None:
+    """The vote's doubt for this question (``weigh_evidence``), or None when the vote counts heads only."""
+    if not ctx.options.weigh_evidence:
+        return None
+    return lambda run: bool(doubts(run, ctx))
 
 
 def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[Evidence]:

@@ -34,6 +34,7 @@ from ...results import ResultSet
 from ..base import Pool, Stage
 from ..cluster import Selection, join_pool
 from ..context import QuestionContext
+from ..evidence import doubt_for
 from ..generate import CandidateRun, execute_candidate, sql_of
 from .prompts import (
     FALLBACK_PROFESSIONS,
@@ -187,4 +188,5 @@ def review_selection(
                           row_count=reviewed.result.row_count, truncated=reviewed.result.truncated)
     candidate.attempts.append(reviewed.record.initial_sql)
     reviewed.record.candidate = index
-    return join_pool(runs, CandidateRun(candidate, reviewed.result, reviewed.ordered), "the R3 review")
+    return join_pool(runs, CandidateRun(candidate, reviewed.result, reviewed.ordered), "the R3 review",
+                     doubt_for(reviewer.ctx))

@@ -17,6 +17,7 @@ from ...report import Cluster, Consensus, ConsensusTrigger
 from ..base import Pool, Stage
 from ..cluster import Selection, cluster_runs, select_majority
 from ..context import QuestionContext
+from ..evidence import doubt_for
 from ..generate import CandidateGenerator
 from .explore import Explorer
 from .prompts import describe_candidates
@@ -107,4 +108,4 @@ class ConsensusEnforcer(Stage):
             return pool
         new_clusters = cluster_runs(new_runs)
         state.first_round = first_round
-        return Pool(new_runs, new_clusters, select_majority(new_runs, new_clusters))
+        return Pool(new_runs, new_clusters, select_majority(new_runs, new_clusters, doubt_for(self.ctx)))

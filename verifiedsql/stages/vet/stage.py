@@ -37,6 +37,7 @@ from ..cluster import Selection, join_pool
 from ..common.scratch import TIMEOUT_S as SCRATCH_TIMEOUT_S
 from ..common.scratch import open_scratch
 from ..context import QuestionContext
+from ..evidence import doubt_for
 from ..generate import CandidateRun, Execution, execute_candidate, sql_of
 from .data import TraceData, candidate_tables, load_trace_data
 from .prompts import (
@@ -290,4 +291,5 @@ def trace_selection(tracer: ExecutionTracer, question: str, runs: list[Candidate
                           row_count=traced.result.row_count, truncated=traced.result.truncated)
     assert tracer.report.trace is not None
     tracer.report.trace.candidate = index
-    return join_pool(runs, CandidateRun(candidate, traced.result, traced.ordered), "the verified execution trace")
+    return join_pool(runs, CandidateRun(candidate, traced.result, traced.ordered), "the verified execution trace",
+                     doubt_for(tracer.ctx))
