@@ -147,6 +147,19 @@ def test_an_aggregate_in_where_moves_to_having(engine_factory, dialect):
     assert "WHERE customer_id > 1 GROUP BY customer_id HAVING COUNT(*) >= 3" in report.sql
 
 
+@pytest.mark.parametrize("dialect", ["postgresql", "duckdb"])
+def test_a_selected_column_that_is_not_grouped_joins_the_group_by(engine_factory, dialect):
+    # SQLite takes the name from any row of the group; PostgreSQL and DuckDB refuse it
+    from backends import load_shop
+    engine = load_shop(engine_factory(dialect))
+    broken = ("SELECT o.customer_id, c.name, COUNT(*) FROM orders AS o JOIN customers AS c ON c.id = o.customer_id "
+              "WHERE o.customer_id <= 2 GROUP BY o.customer_id ORDER BY c.name")
+    rows, report, model = repaired(engine, broken)
+    assert rows == [(1, "Customer 1", 3), (2, "Customer 2", 3)]
+    assert_repaired(report, model, broken, "GROUP BY + c.name (selected but not grouped)")  # named once
+    assert "GROUP BY o.customer_id, c.name" in report.sql
+
+
 # -------------------------------------------------------------------------------------- the types
 
 TYPED = [

@@ -25,7 +25,9 @@ Repair classes, all from schema facts only:
   string functions on a non-text column cast it to text. SQLite converts types silently, so there only the
   date functions are repaired.
 - **clauses**: a WHERE condition that holds an aggregate of its own query moves to HAVING, grouped by the
-  selected columns when there is no GROUP BY.
+  selected columns when there is no GROUP BY; where the engine refuses a selected or ordering column that is
+  not grouped (PostgreSQL, DuckDB, Snowflake; SQLite takes it from any row of the group), the column joins
+  the GROUP BY, which keeps the groups when the grouped key determines it (an id and its name).
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ if TYPE_CHECKING:
     from .generate import Execution
 
 MAX_PROPOSALS = 4  # repaired SQLs tried per round
+# the engines' refusal of a column that is neither grouped nor aggregated (PostgreSQL, DuckDB, Snowflake)
+_UNGROUPED = re.compile(r"must appear in the group by clause|is not a valid group by expression", re.IGNORECASE)
 MAX_ROUNDS = 2  # a repair that fails with a new error is repaired once more
 MAX_RUNS = 6  # queries run for one failing candidate, all rounds together
 
@@ -346,6 +350,8 @@ class _Planner:
         for scope in scopes:
             if (option := self._aggregate_in_where(scope)) is not None:
                 found.append(_Problem([option]))
+        if _UNGROUPED.search(self.error):
+            found += [_Problem([option]) for scope in scopes if (option := self._ungrouped(scope)) is not None]
         return found
 
     def _sources_up(self, scope: Scope) -> Iterator[tuple[Scope, dict[str, _Source]]]:
@@ -682,6 +688,37 @@ class _Planner:
             if not select.args.get("group") and keys:
                 select.set("group", exp.Group(expressions=keys))
         return _Option(f"{where.this.sql(dialect=self.dialect)} -> HAVING (an aggregate in WHERE)", apply, where)
+
+    def _ungrouped(self, scope: Scope) -> _Option | None:
+        """The selected and ordering columns of a grouped query with an aggregate that are neither grouped nor
+        inside an aggregate: they join the GROUP BY."""
+        select = scope.expression
+        group = select.args.get("group") if isinstance(select, exp.Select) else None
+        if group is None or not group.expressions or not _aggregates(select, select):
+            return None  # a GROUP BY with no aggregate and a column left out is a mistake of its own
+        grouped = {e.sql(dialect=self.dialect).lower() for e in group.expressions}
+        aliases = {a.lower() for a in _select_aliases(scope)}
+        order = select.args.get("order")
+        candidates = [e.unalias() for e in select.expressions]
+        candidates += [o.this for o in order.expressions] if order is not None else []
+        missing: dict[str, exp.Expr] = {}
+        for node in candidates:
+            if _aggregates(node, select) or isinstance(node, exp.Star) or not any(
+                    c.find_ancestor(exp.Select, exp.SetOperation) is select for c in node.find_all(exp.Column)):
+                continue
+            if isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases:
+                continue  # an ORDER BY on a selected alias
+            key = node.sql(dialect=self.dialect).lower()
+            if key not in grouped:
+                missing.setdefault(key, node)
+        if not missing:
+            return None
+        added = list(missing.values())
+
+        def apply() -> None:
+            group.set("expressions", [*group.expressions, *(node.copy() for node in added)])
+        shown = ", ".join(node.sql(dialect=self.dialect) for node in added)
+        return _Option(f"GROUP BY + {shown} (selected but not grouped)", apply, group)
 
     def _translation(self, node: exp.Func) -> _Option | None:
         before = node.sql(dialect="mysql")  # as a model with MySQL habits wrote it
