@@ -115,6 +115,34 @@ def test_case_and_quoting_on_postgresql(engine_factory):
     assert_repaired(report, model, broken, 'Name -> city."Name"', 'Population -> city."Population"')
 
 
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "duckdb"])
+def test_an_abbreviated_column_name_is_a_near_miss(engine_factory, dialect):
+    engine = engine_factory(dialect)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE nations (Name TEXT, IndepYear INTEGER)"))
+        conn.execute(sa.text("INSERT INTO nations VALUES ('Norway', 1905), ('Iceland', 1944), ('Chile', 1818)"))
+    broken = "SELECT Name FROM nations ORDER BY independenceyear DESC LIMIT 1"
+    rows, report, model = repaired(engine, broken)
+    assert rows == [("Iceland",)]
+    assert_repaired(report, model, broken, "independenceyear -> ")
+    assert "indepyear" in report.sql.lower()
+
+
+def test_a_name_with_a_word_left_out_is_another_column():
+    # feature_name is in scope, but feature_type_name is another table's column: join it, do not rename
+    schema = Schema((
+        Table("features", (Column("feature_id", "INTEGER", primary_key=True), Column("feature_name", "TEXT"),
+                           Column("feature_type_code", "TEXT")),
+              (ForeignKey(("feature_type_code",), "feature_types", ("feature_type_code",)),)),
+        Table("feature_types", (Column("feature_type_code", "TEXT", primary_key=True),
+                                Column("feature_type_name", "TEXT"))),
+    ))
+    found = proposals(schema, "sqlite", "sqlite", "SELECT feature_type_name FROM features WHERE feature_name = 'AC'",
+                      "no such column: feature_type_name")
+    assert found and all("-> features.feature_name" not in fix for p in found for fix in p.fixes)
+    assert "JOIN feature_types" in found[0].sql
+
+
 # ---------------------------------------------------------------------------------- the functions
 
 def test_a_mysql_function_is_written_in_the_engines_dialect(shop_engine):

@@ -14,7 +14,8 @@ Repair classes, all from schema facts only:
   only table read is replaced by the one table that has every column the query names; an ambiguous column
   gets the qualifier that a join equality or a key makes equivalent.
 - **identifiers**: case and quoting (PostgreSQL folds unquoted names), and near misses (underscores,
-  plurals, one or two edits) of columns and tables, only when exactly one schema name is that close.
+  plurals, one or two edits, abbreviations that leave no whole word out) of columns and tables, only when
+  exactly one schema name is that close.
 - **functions**: a function the engine does not know (MySQL habits such as ``YEAR()``, ``DATE_FORMAT``,
   ``CONCAT``, ``DATEDIFF``) is read as MySQL and written in the engine's dialect through sqlglot; on SQLite,
   ``YEAR``/``MONTH``/``DAY``/``EXTRACT`` become ``STRFTIME``.
@@ -235,26 +236,40 @@ def _singular(name: str) -> str:
     return name
 
 
-def _closeness(target: str) -> tuple[Callable[[str], bool], ...]:
-    """The tests a name passes when it is close to the normalized ``target``, strictest first."""
+def _closeness(wanted: str) -> tuple[Callable[[str], bool], ...]:
+    """The tests a name passes when it is close to ``wanted``, strictest first."""
+    target = _norm(wanted)
     return (
         lambda n: _norm(n) == target,
         lambda n: _singular(_norm(n)) == _singular(target),
         lambda n: len(target) >= 5 and _distance(_norm(n), target, 2) <= (2 if len(target) >= 12 else 1),
+        lambda n: _abbreviates(*sorted((_norm(n), target), key=len)) and not _drops_words(n, wanted),
     )
 
 
 def _near(wanted: str, names: list[str]) -> str | None:
     """The one name close to ``wanted``: equal without case, underscores and plural endings, else within one
-    edit (two for names of 12 letters or more); None when none or several are that close."""
-    target = _norm(wanted)
-    for same in _closeness(target):
+    edit (two for names of 12 letters or more), else an abbreviation of it or it of ``wanted``
+    (``independenceyear`` for ``IndepYear``); None when none or several are that close."""
+    for same in _closeness(wanted):
         hits = sorted({n for n in names if same(n)})
         if len(hits) == 1:
             return hits[0]
         if len(hits) > 1:
             return None
     return None
+
+
+def _words(name: str) -> set[str]:
+    """The words of a name: split at underscores, spaces, dashes and lower-to-upper case changes."""
+    return {w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)}
+
+
+def _drops_words(name: str, other: str) -> bool:
+    """Whether one of the two names is the other with whole words left out (``feature_name`` and
+    ``feature_type_name``): another column, not an abbreviation."""
+    mine, theirs = _words(name), _words(other)
+    return mine < theirs or theirs < mine
 
 
 def _abbreviates(short: str, long: str) -> bool:
@@ -272,13 +287,8 @@ def _abbreviates(short: str, long: str) -> bool:
 def resembles(wanted: str, names: Iterable[str]) -> bool:
     """Whether ``wanted`` is close to one of ``names`` (as ``_near`` finds, several matches included) or an
     abbreviation of one, or one of them of it: a misspelled name, not a name the schema lacks."""
-    target = _norm(wanted)
-    tests = _closeness(target)
-    for name in names:
-        other = _norm(name)
-        if any(same(name) for same in tests) or _abbreviates(*sorted((other, target), key=len)):
-            return True
-    return False
+    tests = _closeness(wanted)
+    return any(same(name) for name in names for same in tests)
 
 
 # ---------------------------------------------------------------------------------------- types
