@@ -66,3 +66,13 @@ def test_without_a_doubt_the_largest_cluster_wins():
     runs = [run(0, [1]), run(1, [2]), run(2, [2])]
     assert select_majority(runs, cluster_runs(runs), lambda r: False).cluster.members == [1, 2]
     assert select_majority(runs, cluster_runs(runs), None).cluster.members == [1, 2]
+
+
+def test_an_endorsed_candidate_breaks_a_tie_unless_its_result_is_doubted():
+    from verifiedsql.stages.cluster import join_pool
+    runs = [run(0, [1]), run(1, [2])]
+    endorsed = run(2, [2])
+    _, _, chosen = join_pool([*runs, run(3, [1])], endorsed, "the R3 review")
+    assert 2 in chosen.cluster.members and "broken by the R3 review" in chosen.reason
+    _, _, chosen = join_pool([*runs, run(3, [1])], run(2, [2]), "the R3 review", lambda r: r.candidate.index == 2)
+    assert 0 in chosen.cluster.members  # a doubted endorsement does not take the tie
