@@ -36,6 +36,12 @@ EXPECTED: dict[str, dict[str, tuple[int, str, str, int]]] = {
         "greedy": (120, "52.5", "52.5", 1289),
         "self-consistency": (120, "60.8", "70.0", 6497),
     },
+    "spider-sqlite-1.5b-n120": {  # the seeded 120-question sample, recorded for the 1.5B scope check
+        "self-consistency+repair": (120, "66.7", "77.5", 5186),
+        "self-consistency+repair+literals": (120, "61.7", "76.7", 5186),
+        "default": (120, "63.3", "76.7", 5186),
+        "default+scope": (120, "63.3", "76.7", 5443),
+    },
     "spider-postgresql-0.5b-n200": {  # all 189 questions with a dump
         "self-consistency+repair": (189, "52.9", "62.4", 5759),
         "default": (189, "52.9", "61.9", 5759),
@@ -189,7 +195,7 @@ def test_readme_states_the_replayed_figures(name):
         assert re.search(number, section), f"{name}: {strategy}'s {tokens:,} tokens/q is not in the README"
 
 
-def replay_spider(folder: str, model: str, strategies: str, tmp_path: Path) -> tuple[str, Path]:
+def replay_spider(folder: str, model: str, strategies: str, tmp_path: Path, n: int = 200) -> tuple[str, Path]:
     """``bench spider`` replayed from a copy of ``benchmarks/runs/<folder>``'s cache: its stdout and output folder."""
     cache = tmp_path / "llm-cache.sqlite"
     shutil.copy(ROOT / "benchmarks" / "runs" / folder / "llm-cache.sqlite", cache)
@@ -197,7 +203,7 @@ def replay_spider(folder: str, model: str, strategies: str, tmp_path: Path) -> t
     env.pop("VERIFIEDSQL_LOCAL_MODEL", None)
     out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "verifiedsql.cli", "bench", "spider", "-n", "200", "--model", model, "--replay",
+        [sys.executable, "-m", "verifiedsql.cli", "bench", "spider", "-n", str(n), "--model", model, "--replay",
          "--cache", str(cache), "--strategies", strategies, "--out", str(out),
          "--data", str(SPIDER), "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=840)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -319,24 +325,26 @@ def test_the_scope_check_in_scope_table_replays(tmp_path):
 
 # ------------------------------------------------- which stages are on by default (bench stages), replayed
 
-STAGES_RUNS = {  # model -> (cache folder, the README's lead-in to its table, strategies the table needs)
-    "1.5b": ("spider-sqlite-1.5b-n200", "On the default 1.5B model",
+STAGES_RUNS = {  # run -> (model, sample size, cache folder, the README's lead-in to its table, strategies it needs)
+    "1.5b": ("1.5b", 200, "spider-sqlite-1.5b-n200", "On the default 1.5B model",
              "self-consistency,self-consistency+repair,self-consistency+repair+literals,default,default-adaptive"),
-    "0.5b": ("spider-sqlite-0.5b-n200", "On 0.5B (200 questions",
+    "0.5b": ("0.5b", 200, "spider-sqlite-0.5b-n200", "On 0.5B (200 questions",
              "self-consistency,self-consistency+repair,self-consistency+repair+literals,self-consistency+repair+facts,"
              "default,default-adaptive,default+scope"),
+    "1.5b-n120": ("1.5b", 120, "spider-sqlite-1.5b-n120", "`bench stages` on the same records",
+                  "self-consistency+repair,self-consistency+repair+literals,default,default+scope"),
 }
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("model", sorted(STAGES_RUNS))
-def test_the_stages_tables_replay(model, tmp_path):
+@pytest.mark.parametrize("run", sorted(STAGES_RUNS))
+def test_the_stages_tables_replay(run, tmp_path):
     """The README's per-stage tables (EX change, verified precision and coverage, calls, tokens and model
-    seconds added) equal ``bench stages`` on a replay of the model's pool."""
+    seconds added) equal ``bench stages`` on a replay of the run's pool."""
     from verifiedsql.bench.stages import load_records, render, stage_rows
 
-    folder, lead_in, strategies = STAGES_RUNS[model]
-    _, out = replay_spider(folder, model, strategies, tmp_path)
+    model, n, folder, lead_in, strategies = STAGES_RUNS[run]
+    _, out = replay_spider(folder, model, strategies, tmp_path, n)
     printed = render(stage_rows(load_records(next(out.glob("*.jsonl"))))).splitlines()[2:]
     section = README.read_text("utf-8").split("#### Which stages are on by default", 1)[1]
     table = section.split(lead_in, 1)[1].split("\n\n", 2)[1]
