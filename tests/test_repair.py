@@ -34,6 +34,14 @@ def repaired(engine: sa.Engine, broken: str, **options: Any) -> tuple[list[tuple
     return sorted(rows), report, model
 
 
+def with_tables(engine: sa.Engine, *statements: str) -> sa.Engine:
+    """``engine`` after running ``statements`` (tables and their rows) in one transaction."""
+    with engine.begin() as conn:
+        for statement in statements:
+            conn.execute(sa.text(statement))
+    return engine
+
+
 def assert_repaired(report: VerificationReport, model: ScriptedChatModel, broken: str, *fragments: str) -> None:
     """One generation call and no refinement; the broken SQL is kept as an attempt, the fix is recorded."""
     assert model.purposes() == ["generate"]
@@ -105,10 +113,8 @@ def test_near_misses_of_a_table_and_a_column(shop_engine):
 
 
 def test_case_and_quoting_on_postgresql(engine_factory):
-    engine = engine_factory("postgresql")
-    with engine.begin() as conn:
-        conn.execute(sa.text('CREATE TABLE city ("Name" TEXT, "Population" BIGINT)'))
-        conn.execute(sa.text("INSERT INTO city VALUES ('Oslo', 700000), ('Bergen', 290000)"))
+    engine = with_tables(engine_factory("postgresql"), 'CREATE TABLE city ("Name" TEXT, "Population" BIGINT)',
+                         "INSERT INTO city VALUES ('Oslo', 700000), ('Bergen', 290000)")
     broken = "SELECT Name FROM city WHERE Population > 500000"
     rows, report, model = repaired(engine, broken)
     assert rows == [("Oslo",)]
@@ -117,10 +123,8 @@ def test_case_and_quoting_on_postgresql(engine_factory):
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "duckdb"])
 def test_an_abbreviated_column_name_is_a_near_miss(engine_factory, dialect):
-    engine = engine_factory(dialect)
-    with engine.begin() as conn:
-        conn.execute(sa.text("CREATE TABLE nations (Name TEXT, IndepYear INTEGER)"))
-        conn.execute(sa.text("INSERT INTO nations VALUES ('Norway', 1905), ('Iceland', 1944), ('Chile', 1818)"))
+    engine = with_tables(engine_factory(dialect), "CREATE TABLE nations (Name TEXT, IndepYear INTEGER)",
+                         "INSERT INTO nations VALUES ('Norway', 1905), ('Iceland', 1944), ('Chile', 1818)")
     broken = "SELECT Name FROM nations ORDER BY independenceyear DESC LIMIT 1"
     rows, report, model = repaired(engine, broken)
     assert rows == [("Iceland",)]
@@ -202,11 +206,7 @@ def typed_engine(request, engine_factory) -> sa.Engine:
     """A ``films`` table with an integer year column, text holding dates and text holding numbers, on the
     engines that refuse mixed-type operations (and ``shop``'s customers, joined by ``films.code``)."""
     from backends import load_shop
-    engine = load_shop(engine_factory(request.param))
-    with engine.begin() as conn:
-        for statement in TYPED:
-            conn.execute(sa.text(statement))
-    return engine
+    return with_tables(load_shop(engine_factory(request.param)), *TYPED)
 
 
 def assert_repaired_unless_duckdb_casts(engine: sa.Engine, report: VerificationReport, model: ScriptedChatModel,

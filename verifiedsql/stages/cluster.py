@@ -19,6 +19,7 @@ from .generate import CandidateRun
 Doubt = Callable[[CandidateRun], bool]  # whether a run's result has evidence against it
 DOUBT_DISCOUNT = 1.5  # a doubted cluster needs a lead of two candidates over an undoubted one
 
+
 @dataclass(frozen=True)
 class Selection:
     cluster: Cluster

@@ -57,10 +57,10 @@ if TYPE_CHECKING:
     from .generate import Execution
 
 MAX_PROPOSALS = 4  # repaired SQLs tried per round
-# the engines' refusal of a column that is neither grouped nor aggregated (PostgreSQL, DuckDB, Snowflake)
-_UNGROUPED = re.compile(r"must appear in the group by clause|is not a valid group by expression", re.IGNORECASE)
 MAX_ROUNDS = 2  # a repair that fails with a new error is repaired once more
 MAX_RUNS = 6  # queries run for one failing candidate, all rounds together
+# the engines' refusal of a column that is neither grouped nor aggregated (PostgreSQL, DuckDB, Snowflake)
+_UNGROUPED = re.compile(r"must appear in the group by clause|is not a valid group by expression", re.IGNORECASE)
 
 Kind = Literal["int", "num", "text", "date", "bool", "other"]
 STRICT_TYPES = frozenset({"postgresql", "duckdb", "snowflake"})  # engines that refuse mixed-type comparisons
