@@ -113,6 +113,51 @@ def test_every_candidate_failing_on_a_missing_name_is_no_data(shop, sql, name):
     assert error.report.candidates and all(c.status == "error" for c in error.report.candidates)
 
 
+def test_most_candidates_failing_on_a_missing_name_is_no_data(shop):
+    # three of five candidates ask for a column no table has; two fail on their own syntax
+    def script(request: ChatRequest) -> str:
+        return fenced(SYNTAX if (request.seed or 0) in (1, 3) else NO_COLUMN)
+
+    with pytest.raises(NoDataError) as info:
+        ask(shop, "What did each ticket cost?", ScriptedChatModel(script), max_refinements=0)
+    assert info.value.missing == ("ticket_price",) and "most queries written for it" in str(info.value)
+    assert [c.status for c in info.value.report.candidates].count("error") == 5
+
+
+@pytest.mark.parametrize(("sql", "keyword"), [
+    ("DELETE FROM orders WHERE total < 10", "DELETE"),
+    ("UPDATE customers SET country = 'Chile'", "UPDATE"),
+    ("INSERT INTO customers (id, name) VALUES (99, 'Zed')", "INSERT"),
+    ("DROP TABLE orders", "DROP"),
+])
+def test_a_request_to_change_data_is_no_data(shop, sql, keyword):
+    with pytest.raises(NoDataError) as info:
+        ask(shop, "Remove the small orders.", scripted(sql))
+    error = info.value
+    assert f"are {keyword} statements" in str(error) and "run a change as your own SQL" in str(error)
+    assert OLD_TEXT not in str(error) and error.missing == ()
+    assert all(c.status == "unsafe" for c in error.report.candidates)
+    with shop.connect() as connection:  # nothing was changed
+        assert connection.execute(sa.text("SELECT count(*) FROM orders")).scalar() > 0
+        assert connection.execute(sa.text("SELECT count(*) FROM customers WHERE country = 'Chile'")).scalar() == 0
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "duckdb", "snowflake"])
+def test_the_guard_refusal_of_a_change_is_read_on_every_engine(dialect):
+    from verifiedsql.errors import UnsafeSQLError
+    from verifiedsql.failures import data_change
+    from verifiedsql.profiles import profile_for
+    from verifiedsql.safety import check_query
+
+    expected = {"DELETE FROM t": "DELETE", "UPDATE t SET a = 1": "UPDATE", "INSERT INTO t VALUES (1)": "INSERT",
+                "TRUNCATE TABLE t": "TRUNCATETABLE", "SET x = 1": None, "SELECT 1 FROM t; SELECT 2": None}
+    for sql, keyword in expected.items():
+        with pytest.raises(UnsafeSQLError) as info:
+            check_query(sql, profile_for(dialect))
+        assert data_change("unsafe", str(info.value)) == keyword, sql
+    assert data_change("error", "only queries are run; this is a DELETE statement") is None
+
+
 def test_a_column_the_schema_has_elsewhere_is_a_mistake_not_missing_data(shop):
     # orders has no country, customers has: the query is wrong, the data is there
     with pytest.raises(NoAnswerError) as info:
@@ -208,11 +253,40 @@ def test_scope_check_unclear_reply_keeps_the_answer(shop):
     assert len(rows) == 2
 
 
-def test_scope_check_is_off_by_default_and_skips_trusted_answers(shop):
+def test_scope_check_is_off_by_default_for_this_model_and_skips_trusted_answers(shop):
     _, report, model = ask(shop, "Customers from Brazil?", scripted(BRAZIL), candidates=1)
     assert report.confidence == "doubtful" and "scope" not in model.purposes()
     _, report, model = ask(shop, "Customers from Brazil?", scripted(BRAZIL), scope_check=True)
     assert report.confidence == "verified" and "scope" not in model.purposes()
+
+
+@pytest.mark.parametrize(("model_name", "asked"), [("qwen2.5-coder-1.5b", True), ("qwen2.5-coder-0.5b", False),
+                                                  ("gpt-4o", False)])
+def test_scope_check_by_default_only_with_the_model_it_was_measured_on(shop, model_name, asked):
+    def script(request: ChatRequest) -> str:
+        return "NO" if request.purpose == "scope" else fenced(BRAZIL)
+
+    model = ScriptedChatModel(script, name=model_name)
+    if asked:
+        with pytest.raises(NoDataError):
+            ask(shop, "Who won the World Cup in 2018?", model, candidates=1)
+    else:
+        rows, report, _ = ask(shop, "Who won the World Cup in 2018?", model, candidates=1)
+        assert report.confidence == "doubtful" and len(rows) == 2
+    assert ("scope" in model.purposes()) is asked
+    with pytest.raises(NoDataError):  # on when asked for, whichever the model
+        ask(shop, "Who won the World Cup in 2018?", ScriptedChatModel(script, name=model_name), candidates=1,
+            scope_check=True)
+    off = ScriptedChatModel(script, name=model_name)
+    ask(shop, "Who won the World Cup in 2018?", off, candidates=1, scope_check=False)
+    assert "scope" not in off.purposes()
+
+
+def test_the_scope_checked_model_is_the_embedded_one():
+    from verifiedsql.config import SCOPE_CHECKED_MODELS
+    from verifiedsql.llm.models import DEFAULT_MODEL, MODELS
+
+    assert SCOPE_CHECKED_MODELS == {MODELS[DEFAULT_MODEL].alias}
 
 
 def test_scope_check_when_no_query_ran(shop):

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 import sqlalchemy as sa
 from backends import load_shop
 from fakes import ask, by_seed, context
 
-from verifiedsql.bench.strategies import STRATEGIES, strategy_options
+from verifiedsql.bench.strategies import STRATEGIES, library_default, strategy_options
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
+from verifiedsql.llm.models import MODELS
 from verifiedsql.llm.prompts import (
     generation_messages,
     refinement_messages,
@@ -86,12 +88,16 @@ def test_report_fields_serialise():
     assert {"question", "sql", "candidates", "clusters", "llm_calls", "timings", "notes"} <= old
 
 
-def test_the_default_strategy_is_the_library_default():
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_the_default_strategy_is_the_library_default(model):
     base = {"llm": LLMSettings()}
     shipped = Options(llm=LLMSettings())
-    default = strategy_options("default", base)
-    for name in ("schema_repair", "schema_hints", "schema_facts", "check_literals", "candidates", "scope_check",
-                 "verify", "dpc", "vet", "review", "consensus", "probe", "ground_values", "compress_schema"):
-        assert getattr(default, name) == getattr(shipped, name), name
+    name = MODELS[model].alias
+    default = strategy_options(library_default(name), base)
+    for option in ("schema_repair", "schema_hints", "schema_facts", "check_literals", "candidates", "verify",
+                   "dpc", "vet", "review", "consensus", "probe", "ground_values", "compress_schema"):
+        assert getattr(default, option) == getattr(shipped, option), option
+    assert default.checks_scope(name) == shipped.checks_scope(name)
+    assert library_default(name) == {"1.5b": "default+scope", "0.5b": "default"}[model]
     assert strategy_options("default-greedy", base).candidates == 1
     assert not strategy_options("self-consistency", base).schema_facts

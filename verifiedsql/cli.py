@@ -190,7 +190,7 @@ def _help(option: OptionFlag, switches: set[str], rows: dict[str, ReadmeRow]) ->
     if row.first != option.name and row.first in switches:  # dpc_votes in the row of dpc: a setting of dpc
         meaning = f"a setting of --{row.first.replace('_', '-')} (README, Options)"
     text = meaning + (f"; {FLAG_NOTES[option.name]}" if option.name in FLAG_NOTES else "")
-    if re.search(r"\benv\b", row.default):  # the default comes from the environment: the README says which
+    if re.search(r"\benv\b|\bby model\b", row.default):  # the environment or the model decides: the README says
         text += f" (default: {row.default})"
     elif option.default is not dataclasses.MISSING:
         text += f" (default: {_shown(option.default)})"

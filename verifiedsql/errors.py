@@ -77,10 +77,11 @@ class NoAnswerError(VerifiedSQLError):
 
 
 class NoDataError(NoAnswerError):
-    """The database holds no data for this question: the answer would read no table, every candidate failed
-    on a table or column the database does not have (``missing`` names them), or, with ``scope_check``, the
-    model said the schema does not hold the data. A ``NoAnswerError``, so ``except NoAnswerError`` still
-    catches it; ``report`` shows every attempt (``verifiedsql/stages/scope.py`` decides)."""
+    """The database holds no data for this question: the answer would read no table; no candidate ran and most
+    failed on a table or column the database does not have (``missing`` names them) or were statements that
+    change data; or, with ``scope_check``, the model said the schema does not hold the data. A
+    ``NoAnswerError``, so ``except NoAnswerError`` still catches it; ``report`` shows every attempt
+    (``verifiedsql/stages/scope.py`` decides)."""
 
     def __init__(self, message: str, report: Any, missing: tuple[str, ...] = ()) -> None:
         super().__init__(message, report)

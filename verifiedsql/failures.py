@@ -1,8 +1,9 @@
 """The kind of a failing candidate's error, read from the engine's own message on SQLite, DuckDB,
 PostgreSQL and Snowflake (fakesnow), and the table or column name a schema-name error says is missing.
 
-Used by the answer step (``stages/scope.py``: every candidate failed on a name the database does not have)
-and by the harness's failure anatomy (``bench/anatomy.py``), so both read an error the same way.
+Used by the answer step (``stages/scope.py``: most candidates failed on a name the database does not have, or
+were refused as statements that change data) and by the harness's failure anatomy (``bench/anatomy.py``), so
+both read an error the same way.
 """
 
 from __future__ import annotations
@@ -99,3 +100,17 @@ def missing_name(error: str | None) -> tuple[NameKind, str] | None:
             last = re.findall(_PART, found.group(1))[-1].strip("\"'`").rsplit(".", 1)[-1]
             return (kind, last) if last else None
     return None
+
+
+# The statement guard's refusal of a statement that is not a query (``safety.check_query``): its keyword.
+_NOT_A_QUERY = re.compile(r"only queries are run; this is an? (\w+) statement", re.IGNORECASE)
+DATA_CHANGES = frozenset({"INSERT", "UPDATE", "DELETE", "MERGE", "REPLACE", "CREATE", "DROP", "ALTER",
+                          "TRUNCATETABLE", "COPY"})
+
+
+def data_change(status: str, error: str | None) -> str | None:
+    """The keyword (``DELETE``) of a candidate the statement guard refused because it changes data or
+    schema, or None."""
+    found = _NOT_A_QUERY.search(error or "") if status == "unsafe" else None
+    keyword = found.group(1).upper() if found else None
+    return keyword if keyword in DATA_CHANGES else None

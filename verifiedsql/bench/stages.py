@@ -31,6 +31,11 @@ STAGE_PAIRS: tuple[tuple[str, str, str], ...] = (
     ("review", "+review", "self-consistency"),
     ("vet", "+vet", "self-consistency"),
     ("compress_schema", "+compress-250", "self-consistency"),
+    # the same stages added to the default pipeline (runs recorded after the defaults were chosen)
+    ("schema_facts", "default+facts", "default"),
+    ("verify", "default+verify", "default"),
+    ("dpc", "default+dpc", "default"),
+    ("consensus", "default+consensus", "default"),
 )
 
 

@@ -5,14 +5,18 @@ the report, the reflected schema and the engine's errors; none is tuned to a que
 
 - **No table read** (``check_answer``): the selected answer reads no table (its ``tables`` evidence is
   against it: it is built only from constants), so what it says comes from the model, not from the data.
-- **Missing names** (``check_unanswered``): no candidate ran, and every candidate's final error (after repair
-  and refinement) is a schema-name error (``failures.error_class``: unknown table or unknown column). A
-  name the error gives must be no table or column anywhere in the schema, nor a near miss or abbreviation
-  of one (``repair.resembles``): a column that exists in another table or under another spelling
+- **Missing names** (``check_unanswered``): no candidate ran, and most candidates (more than half) failed, after
+  repair and refinement, on a schema-name error (``failures.error_class``: unknown table or unknown column)
+  whose name is no table or column anywhere in the schema, nor a near miss or abbreviation of one
+  (``repair.resembles``). A column that exists in another table or under another spelling
   (``independenceyear`` for ``IndepYear``), or an alias the query did not define ("missing FROM-clause
-  entry"), is a mistake of the query, not missing data, and leaves the old ``NoAnswerError``. The error
-  names the missing names it could read.
-- **Scope check** (``scope_check``, off by default): when the answer's tier is below ``probable``, or no
+  entry"), is a mistake of the query, not missing data, and does not count. The error names the missing
+  names it could read. Fewer leave the old ``NoAnswerError``.
+- **A change, not a question** (``check_unanswered``): no candidate ran, and most candidates were refused as
+  statements that change data or schema (``failures.data_change``: DELETE, UPDATE, INSERT, ...). Questions
+  are answered by reading only, so no data answers it; the error says so and names the statements.
+- **Scope check** (``scope_check``; by default on for the embedded 1.5B model only, ``Options.checks_scope``):
+  when the answer's tier is below ``probable``, or no
   candidate ran and the rules above did not decide, the model is asked once, at temperature 0
   (``scope_prompts.py``), whether the schema holds the data; a clear NO (``llm.replies.yes_no``) ends the
   question. Anything else, a failed or cut-off call included, leaves the outcome as it was.
@@ -27,7 +31,7 @@ import re
 import time
 
 from ..errors import LLMError, NoDataError, QuestionTimeoutError
-from ..failures import SCHEMA_NAME_CLASSES, error_class, missing_name
+from ..failures import SCHEMA_NAME_CLASSES, data_change, error_class, missing_name
 from ..llm.replies import yes_no
 from ..report import VerificationReport
 from ..schema import Schema
@@ -60,28 +64,40 @@ def schema_names(schema: Schema) -> set[str]:
         column.name.lower() for table in schema.tables for column in table.columns}
 
 
-def missing_names(report: VerificationReport, schema: Schema) -> tuple[str, ...] | None:
-    """The names the candidates' errors say are missing, in order (empty when no error gives one), when
-    every candidate failed on a table or column the schema does not have; None otherwise."""
-    if not report.candidates:
+def _most(report: VerificationReport, found: list[str | None]) -> tuple[str, ...] | None:
+    """``found`` per candidate: when more than half found something and no candidate ran, the distinct
+    findings in order; None otherwise."""
+    if any(candidate.status == "ok" for candidate in report.candidates):
         return None
-    known, missing = schema_names(schema), []
-    for candidate in report.candidates:
-        if candidate.status == "ok" or error_class(candidate.status, candidate.error) not in SCHEMA_NAME_CLASSES:
-            return None
-        if _ALIAS_ERROR.search(candidate.error or ""):
-            return None  # an alias the query did not define: its own mistake
-        found = missing_name(candidate.error)
-        if found is not None:
-            if resembles(found[1], known):
-                return None  # the schema has it (elsewhere, or spelled otherwise): the query's mistake
-            missing.append(found[1])
-    return tuple(dict.fromkeys(missing))
+    hits = [item for item in found if item is not None]
+    return tuple(dict.fromkeys(hits)) if 2 * len(hits) > len(found) else None
+
+
+def _missing_in(status: str, error: str | None, known: set[str]) -> str | None:
+    """The name a candidate's schema-name error gives, when the schema has nothing like it; else None."""
+    if error_class(status, error) not in SCHEMA_NAME_CLASSES or _ALIAS_ERROR.search(error or ""):
+        return None  # another failure, or an alias the query did not define: its own mistake
+    found = missing_name(error)
+    # the schema has it (elsewhere, or spelled otherwise): the query's mistake
+    return found[1] if found is not None and not resembles(found[1], known) else None
+
+
+def missing_names(report: VerificationReport, schema: Schema) -> tuple[str, ...] | None:
+    """The names the candidates' errors say are missing, in order, when no candidate ran and most failed on a
+    table or column the schema does not have; None otherwise."""
+    known = schema_names(schema)
+    return _most(report, [_missing_in(c.status, c.error, known) for c in report.candidates])
+
+
+def data_changes(report: VerificationReport) -> tuple[str, ...] | None:
+    """The statement keywords (``DELETE``), in order, when no candidate ran and most were refused as
+    statements that change data or schema; None otherwise."""
+    return _most(report, [data_change(c.status, c.error) for c in report.candidates])
 
 
 def _model_says_no(ctx: QuestionContext) -> bool:
     """With ``scope_check``: the model, asked once at temperature 0, says the schema does not hold the data."""
-    if not ctx.options.scope_check or ctx.deadline.expired:
+    if not ctx.options.checks_scope(ctx.llm.name) or ctx.deadline.expired:
         return False
     start = time.perf_counter()
     try:
@@ -97,12 +113,16 @@ def _model_says_no(ctx: QuestionContext) -> bool:
 
 
 def check_unanswered(ctx: QuestionContext) -> None:
-    """No candidate ran: ``NoDataError`` when every failure names a table or column the database does not have,
-    or (``scope_check``) when the model says the schema does not hold the data; else nothing."""
+    """No candidate ran: ``NoDataError`` when most candidates change data, or name a table or column the
+    database does not have, or (``scope_check``) when the model says the schema does not hold the data; else nothing."""
+    changes = data_changes(ctx.report)
+    if changes is not None:
+        raise no_data(ctx, f"it asks to change the database (the queries written for it are {', '.join(changes)} "
+                           "statements), and questions are only answered by reading; run a change as your own SQL")
     missing = missing_names(ctx.report, ctx.schema)
     if missing is not None:
         names = f" ({', '.join(missing)})" if missing else ""
-        raise no_data(ctx, "every query written for it asks for a table or column the database does not "
+        raise no_data(ctx, "most queries written for it ask for a table or column the database does not "
                            f"have{names}", missing)
     if _model_says_no(ctx):
         raise no_data(ctx, "no query ran, and asked whether the schema holds this data, the model said no")
