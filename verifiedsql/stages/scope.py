@@ -74,19 +74,23 @@ def _most(report: VerificationReport, found: list[str | None]) -> tuple[str, ...
 
 
 def _missing_in(status: str, error: str | None, known: set[str]) -> str | None:
-    """The name a candidate's schema-name error gives, when the schema has nothing like it; else None."""
+    """For a schema-name error on a name the schema has nothing like: that name ("" when the error names
+    none); else None."""
     if error_class(status, error) not in SCHEMA_NAME_CLASSES or _ALIAS_ERROR.search(error or ""):
         return None  # another failure, or an alias the query did not define: its own mistake
     found = missing_name(error)
+    if found is None:
+        return ""
     # the schema has it (elsewhere, or spelled otherwise): the query's mistake
-    return found[1] if found is not None and not resembles(found[1], known) else None
+    return None if resembles(found[1], known) else found[1]
 
 
 def missing_names(report: VerificationReport, schema: Schema) -> tuple[str, ...] | None:
-    """The names the candidates' errors say are missing, in order, when no candidate ran and most failed on a
-    table or column the schema does not have; None otherwise."""
+    """The names the candidates' errors say are missing, in order (empty when no error gives one), when no
+    candidate ran and most failed on a table or column the schema does not have; None otherwise."""
     known = schema_names(schema)
-    return _most(report, [_missing_in(c.status, c.error, known) for c in report.candidates])
+    found = _most(report, [_missing_in(c.status, c.error, known) for c in report.candidates])
+    return None if found is None else tuple(name for name in found if name)
 
 
 def data_changes(report: VerificationReport) -> tuple[str, ...] | None:
