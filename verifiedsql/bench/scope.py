@@ -40,7 +40,9 @@ from .spider import DEFAULT_CACHE, DEFAULT_OUT, SpiderConfig, file_name, report_
 DEFAULT_QUESTIONS = Path("benchmarks/out_of_scope.json")
 KINDS = ("general-knowledge", "missing-table", "missing-column", "other-task")
 OUTCOMES = ("no-data", "no-answer", *CONFIDENCE_TIERS, "timeout", "model-error")
-DEFAULT_STRATEGIES = ["greedy+repair", "self-consistency+repair", "self-consistency+repair+scope"]
+# the same candidates throughout; default and default+scope are the library's defaults with the 0.5B and 1.5B
+DEFAULT_STRATEGIES = ["greedy+repair", "self-consistency+repair", "self-consistency+repair+scope", "default",
+                      "default+scope"]
 
 
 @dataclass(frozen=True)
