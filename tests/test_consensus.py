@@ -83,6 +83,9 @@ def test_a_tie_explores_regenerates_and_revotes_on_every_engine(shop_engine):
     assert consensus is not None and consensus.trigger == "tie" and consensus.outcome == "resolved"
     assert consensus.rounds == 1 and [c.sql for c in consensus.first_round] == list(TIE.values())
     assert report.vote == "unanimous" and report.sql == DISTINCT and report.dpc is None
+    # the first vote was tied: the regenerated candidates' agreement does not make the answer verified
+    assert {e.check: e.verdict for e in report.evidence}["consensus"] == "against"
+    assert report.confidence == "probable"
     assert [e.status for e in report.exploration] == ["ok", "ok"]
     assert all(e.sql.endswith(f"LIMIT {PROBE_LIMIT}") for e in report.exploration)
     assert report.exploration[0].rows == 10 and report.exploration[1].rows == 1

@@ -149,6 +149,11 @@ def _stage_checks(report: VerificationReport, chosen_sql: str, cluster: set[int]
         found.append(Evidence("trace", "for" if agrees else "against",
                               "the verified execution trace " + ("gives" if agrees else "does not give") +
                               " this result"))
+    if report.consensus is not None and report.consensus.first_round:
+        first = "was tied" if report.consensus.trigger == "tie" else "had no candidate that ran"
+        found.append(Evidence("consensus", "against",
+                              f"the first vote {first}; these candidates were generated again after column "
+                              "exploration, so their agreement is not the whole question's"))
     if report.review is not None and report.review.rounds:
         found.append(Evidence("review", "neutral" if report.review.changed else "for",
                               "the R3 review " + ("revised the SQL" if report.review.changed else
