@@ -11,15 +11,15 @@ the report, the reflected schema and the engine's errors; none is tuned to a que
   (``repair.resembles``). A column that exists in another table or under another spelling
   (``independenceyear`` for ``IndepYear``), or an alias the query did not define ("missing FROM-clause
   entry"), is a mistake of the query, not missing data, and does not count. The error names the missing
-  names it could read. Fewer leave the old ``NoAnswerError``.
+  names it could read. When fewer do, the old ``NoAnswerError`` stays.
 - **A change, not a question** (``check_unanswered``): no candidate ran, and most candidates were refused as
   statements that change data or schema (``failures.data_change``: DELETE, UPDATE, INSERT, ...). Questions
   are answered by reading only, so no data answers it; the error says so and names the statements.
 - **Scope check** (``scope_check``; by default on for the embedded 1.5B model only, ``Options.checks_scope``):
-  when the answer's tier is below ``probable``, or no
-  candidate ran and the rules above did not decide, the model is asked once, at temperature 0
-  (``scope_prompts.py``), whether the schema holds the data; a clear NO (``llm.replies.yes_no``) ends the
-  question. Anything else, a failed or cut-off call included, leaves the outcome as it was.
+  when the answer's tier is below ``probable``, or no candidate ran and the rules above did not decide, the
+  model is asked once, at temperature 0 (``scope_prompts.py``), whether the schema holds the data; a clear
+  NO (``llm.replies.yes_no``) ends the question. Anything else, a failed or cut-off call included, leaves
+  the outcome as it was.
 
 The message says what to do (ask about what the tables hold, and names them) and states nothing the model
 made up as a fact: not the constants of an answer, and the model's NO only as what the model said.
