@@ -36,6 +36,8 @@ STAGE_PAIRS: tuple[tuple[str, str, str], ...] = (
     ("verify", "default+verify", "default"),
     ("dpc", "default+dpc", "default"),
     ("consensus", "default+consensus", "default"),
+    ("review", "default+review", "default"),
+    ("vet", "default+vet", "default"),
 )
 
 

@@ -75,6 +75,8 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "default+verify": {"candidates": 5, **DEFAULT_ON, "verify": True},
     "default+dpc": {"candidates": 5, **DEFAULT_ON, "dpc": True},
     "default+consensus": {"candidates": 5, **DEFAULT_ON, "consensus": True},
+    "default+review": {"candidates": 5, **DEFAULT_ON, "review": True},
+    "default+vet": {"candidates": 5, **DEFAULT_ON, "vet": True},
 }
 
 REFERENCE = "self-consistency"  # the baseline of "gap closed"
