@@ -332,6 +332,8 @@ STAGES_RUNS = {  # run -> (model, sample size, cache folder, the README's lead-i
     "0.5b": ("0.5b", 200, "spider-sqlite-0.5b-n200", "On 0.5B (200 questions",
              "self-consistency,self-consistency+repair,self-consistency+repair+literals,self-consistency+repair+facts,"
              "default,default-adaptive,default+scope"),
+    "1.5b-vet": ("1.5b", 200, "spider-sqlite-1.5b-n200", "VET (`vet`, on top of `default`) was recorded",
+                 "default,default+vet"),  # the first 33 questions: the rest miss the cache and are left out
     "1.5b-n120": ("1.5b", 120, "spider-sqlite-1.5b-n120", "`bench stages` on the same records",
                   "self-consistency+repair,self-consistency+repair+literals,default,default+scope"),
 }
