@@ -15,6 +15,7 @@ from backends import load_shop
 from fakes import ScriptedChatModel, ask, fenced
 
 import verifiedsql
+from verifiedsql import backends
 from verifiedsql.bench.data import DEFAULT_DATA_DIR
 from verifiedsql.bench.scope import KINDS, ScopeConfig, load_questions, run_scope
 from verifiedsql.errors import NoAnswerError, NoDataError
@@ -142,7 +143,7 @@ def test_a_request_to_change_data_is_no_data(shop, sql, keyword):
         assert connection.execute(sa.text("SELECT count(*) FROM customers WHERE country = 'Chile'")).scalar() == 0
 
 
-@pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "duckdb", "snowflake"])
+@pytest.mark.parametrize("dialect", backends.names())
 def test_the_guard_refusal_of_a_change_is_read_on_every_engine(dialect):
     from verifiedsql.errors import UnsafeSQLError
     from verifiedsql.failures import data_change
