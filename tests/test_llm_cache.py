@@ -133,3 +133,24 @@ def test_the_key_masks_the_virtual_environment_path(monkeypatch):
     monkeypatch.setattr(sys, "prefix", "/usr")  # outside a venv nothing is masked
     plain = request_key("m", ChatRequest(messages=({"role": "user", "content": "/usr/lib"},)))
     assert plain[0] != request_key("m", ChatRequest(messages=({"role": "user", "content": "/opt/lib"},)))[0]
+
+
+@pytest.mark.parametrize("frames", [10, 11, 12, 13, 40])
+def test_a_long_traceback_is_cut_alike_under_any_environment_path(monkeypatch, frames):
+    """The tail of a traceback shown to the model (``error_tail``) counts the environment's path at a fixed
+    width, so a traceback too long to show whole keys the same under a short and a long path."""
+    import sys
+
+    from verifiedsql.llm.cache import request_key
+    from verifiedsql.llm.replies import ERROR_TAIL_CHARS, error_tail
+
+    def key_under(prefix: str) -> tuple[str, str]:
+        monkeypatch.setattr(sys, "prefix", prefix)
+        monkeypatch.setattr(sys, "base_prefix", "/usr")
+        frame = f'  File "{prefix}/lib/python3.11/site-packages/pandas/core/frame.py", line 4330, in get\n    x = y\n'
+        shown = error_tail("Traceback (most recent call last):\n" + frame * frames + "KeyError: 'age'")
+        return shown, request_key("m", ChatRequest(messages=({"role": "user", "content": shown},)))[0]
+
+    short, long = key_under("/work/main/.venv"), key_under("/check/a/much/longer/checkout/path/main/.venv")
+    assert short[1] == long[1]
+    assert short[0].endswith("KeyError: 'age'") and len(short[0]) <= ERROR_TAIL_CHARS + 3

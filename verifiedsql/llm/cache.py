@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Literal
 
 from ..errors import ConfigurationError, LLMError, ReplayMissError
 from .base import ChatModel, ChatRequest, ChatResponse
+from .portable import portable
 
 RecordMode = Literal["readwrite", "replay"]
 
@@ -55,16 +55,6 @@ def request_key(model: str, request: ChatRequest) -> tuple[str, str]:
         separators=(",", ":"),
     )
     return hashlib.sha256(portable(payload).encode("utf-8")).hexdigest(), payload
-
-
-PYTHON_PREFIX = "<python-prefix>"
-
-
-def portable(payload: str, prefix: str | None = None) -> str:
-    """``payload`` with the virtual environment's path (``sys.prefix``; none outside a venv) masked."""
-    if prefix is None:
-        prefix = sys.prefix if sys.prefix != sys.base_prefix else ""
-    return payload.replace(prefix, PYTHON_PREFIX) if len(prefix) > 1 else payload
 
 
 class RecordingChatModel:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import Message, messages
+from .portable import portable_tail
 
 ERROR_TAIL_CHARS = 1500  # of a traceback or a database error shown to the model
 
@@ -245,9 +246,11 @@ def yes_no(text: str) -> bool | None:
 
 
 def error_tail(error: str) -> str:
-    """The end of a traceback or error message, where the cause is."""
+    """The end of a traceback or error message, where the cause is: its last ``ERROR_TAIL_CHARS``, with the
+    environment's path counted at a fixed width (``portable_tail``), so it is cut alike in every checkout."""
     error = error.strip()
-    return error if len(error) <= ERROR_TAIL_CHARS else "..." + error[-ERROR_TAIL_CHARS:]
+    tail = portable_tail(error, ERROR_TAIL_CHARS)
+    return error if tail is None else "..." + tail
 
 
 def follow_up(first: tuple[Message, ...], reply: str, feedback: str) -> tuple[Message, ...]:
