@@ -330,7 +330,7 @@ def test_the_scope_check_in_scope_table_replays(tmp_path):
 STAGES_RUNS = {  # run -> (model, sample size, cache folder, the README's lead-in to its table, strategies it needs)
     "1.5b": ("1.5b", 200, "spider-sqlite-1.5b-n200", "On the default 1.5B model",
              "self-consistency,self-consistency+repair,self-consistency+repair+literals,default,default-adaptive,"
-             "default+scope,default+facts,default+verify,default+dpc,default+consensus"),
+             "default+scope,default+facts,default+verify,default+dpc,default+consensus,default+compress"),
     "0.5b": ("0.5b", 200, "spider-sqlite-0.5b-n200", "On 0.5B (200 questions",
              "self-consistency,self-consistency+repair,self-consistency+repair+literals,self-consistency+repair+facts,"
              "default,default-adaptive,default+scope"),

@@ -38,6 +38,7 @@ STAGE_PAIRS: tuple[tuple[str, str, str], ...] = (
     ("consensus", "default+consensus", "default"),
     ("review", "default+review", "default"),
     ("vet", "default+vet", "default"),
+    ("compress_schema", "default+compress", "default"),
 )
 
 
