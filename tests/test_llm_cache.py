@@ -154,3 +154,26 @@ def test_a_long_traceback_is_cut_alike_under_any_environment_path(monkeypatch, f
     short, long = key_under("/work/main/.venv"), key_under("/check/a/much/longer/checkout/path/main/.venv")
     assert short[1] == long[1]
     assert short[0].endswith("KeyError: 'age'") and len(short[0]) <= ERROR_TAIL_CHARS + 3
+
+
+def test_a_path_as_long_as_the_fixed_width_cuts_where_plain_slicing_does():
+    """Under a path of ``PREFIX_WIDTH`` characters (the committed caches' /work/main/.venv) the tail is the
+    plain last characters, so the prompts those caches recorded are unchanged; under a longer path the tail
+    is the same text with the path swapped, wherever the cut falls outside a path."""
+    import random
+
+    from verifiedsql.llm.portable import PREFIX_WIDTH, portable_tail
+
+    recorded, other = "/work/main/.venv", "/a/much/longer/checkout/.venv"
+    assert len(recorded) == PREFIX_WIDTH
+    pick = random.Random(7)
+    for _ in range(2000):
+        parts = ["".join(pick.choice("ab\n ") for _ in range(pick.randint(0, 40))) for _ in range(pick.randint(1, 6))]
+        text, chars = recorded.join(parts), pick.randint(1, 150)
+        tail = portable_tail(text, chars, recorded)
+        assert tail == (None if len(text) <= chars else text[-chars:])
+        moved = portable_tail(other.join(parts), chars, other)
+        if tail is None or moved is None:
+            assert tail is None and moved is None
+        elif not any(tail.startswith(recorded[cut:]) for cut in range(1, PREFIX_WIDTH)):
+            assert moved.replace(other, recorded) == tail

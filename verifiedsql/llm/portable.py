@@ -41,7 +41,7 @@ def portable_tail(text: str, chars: int, prefix: str | None = None) -> str | Non
         kept.append(part)
         left -= len(part)
         if PREFIX_WIDTH >= left:
-            kept.append(prefix[len(prefix) - left:])
+            kept.append(prefix if left == PREFIX_WIDTH else prefix[max(len(prefix) - left, 0):])
             break
         kept.append(prefix)
         left -= PREFIX_WIDTH
