@@ -9,7 +9,7 @@ from fakes import ScriptedChatModel, ask, by_seed, fenced
 
 import verifiedsql
 import verifiedsql.dbapi
-from verifiedsql.bench.tiers import fit, verified_by_agreement
+from verifiedsql.bench.tiers import fit, unopposed_by_agreement, verified_by_agreement
 from verifiedsql.errors import ConfigurationError, NoDataError, UnverifiedAnswerError
 from verifiedsql.report import Evidence
 from verifiedsql.stages.evidence import TierRule
@@ -142,6 +142,22 @@ def test_the_fit_chooses_how_many_must_agree():
     assert rule.verified_agree == 5 and rule.verified_share == 1.0
     assert verified_by_agreement(records, rule) == {5: (10, 10)}
     assert verified_by_agreement(records, TierRule(1.0, 3)) == {3: (10, 5), 5: (10, 10)}
+
+
+def test_the_unopposed_answers_bound_every_threshold():
+    def record(i: int, agree: int, evidence: list[list[str]], correct: bool) -> dict:
+        return {"id": i, "status": "answered", "vote_share": agree / 5, "evidence": [["vote", "for"], *evidence],
+                "candidates": [{}] * 5, "correct": correct}
+
+    records = [record(0, 5, [], True), record(1, 5, [["result", "against"]], True), record(2, 4, [], False),
+               record(3, 3, [["literals", "for"]], True), record(4, 5, [["refinement", "neutral"]], False),
+               {"id": 5, "status": "no_answer", "vote_share": None, "candidates": [], "correct": False},
+               {**record(6, 2, [], True), "evidence": [["vote", "against"]]}]
+    # the empty result (1), the unanswered question (5) and the minority answer (6) are left out
+    assert unopposed_by_agreement(records) == {3: (1, 1), 4: (1, 0), 5: (2, 1)}
+    for share, agree in [(1.0, 5), (0.8, 4), (0.6, 3)]:
+        verified = verified_by_agreement(records, TierRule(share, agree))
+        assert all(verified[k] == unopposed_by_agreement(records)[k] for k in verified)
 
 
 # ------------------------------------------------------------------------------------------ require=

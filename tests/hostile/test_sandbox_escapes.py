@@ -201,7 +201,8 @@ ATTACKS = [
     Attack("endless loop", "while True:\n    pass", incident("cpu"), {"cpu_seconds": 1}),
     Attack("print a gigabyte", "import sys\nchunk = 'x' * 2 ** 20\nfor _ in range(1024):\n    sys.stdout.write(chunk)",
            incident("output")),
-    Attack("a result far over the size limit", "result = pd.DataFrame({'x': range(400_000)})", incident("output")),
+    Attack("a result far over the size limit", "result = pd.DataFrame({'x': range(400_000)})", incident("output"),
+           {"cpu_seconds": 5}),  # building and writing 400,000 rows is itself over 2 s of CPU on a loaded machine
     # writes outside the work dir
     Attack("write the host's /tmp (lands in the jail's own tmpfs)",
            "open('/tmp/$marker', 'w').write('x')\nresult = open('/tmp/$marker').read()",
@@ -281,13 +282,16 @@ def test_an_incident_is_fed_back_to_the_model(world: World) -> None:
     assert report.notes == [f"dpc: solver try 1 failed in the sandbox: {INCIDENT} (memory): {limit}"]
 
 
+# label -> (code, what the report shows, the jail's CPU seconds). Only the attack that is meant to hit the CPU
+# limit gets a small one: Python with pandas takes 0.6 to 1.2 s of CPU to start on a loaded 2-core machine, so
+# a 1 s limit killed the other attacks before their own line ran.
 PUBLIC = {
     "read /etc/shadow with OPENAI_API_KEY": (
         "import os\nresult = open('/etc/shadow').read() + os.environ.get('OPENAI_API_KEY', '')",
-        "FileNotFoundError"),
+        "FileNotFoundError", 5),
     "connect to a host listener": ("import socket\nresult = str(socket.create_connection(('127.0.0.1', $port), 2))",
-                                   "ConnectionRefusedError"),
-    "endless loop": ("while True:\n    pass", f"{INCIDENT} (cpu)"),
+                                   "ConnectionRefusedError", 5),
+    "endless loop": ("while True:\n    pass", f"{INCIDENT} (cpu)", 1),
 }
 
 
@@ -296,8 +300,8 @@ def test_the_public_api_falls_back_to_the_champion(label: str, world: World, tmp
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Candidates disagree, the solver's first reply is the attack and every correction holds no code:
     one sandboxed run, and the answer is the majority's, with the attempt in the report."""
-    code, shown = PUBLIC[label]
-    monkeypatch.setattr(context_module, "Sandbox", lambda: Sandbox(**{**SMALL, "cpu_seconds": 1}))
+    code, shown, cpu_seconds = PUBLIC[label]
+    monkeypatch.setattr(context_module, "Sandbox", lambda: Sandbox(**{**SMALL, "cpu_seconds": cpu_seconds}))
     solver_replies = iter([python(world.fill(code))])
 
     def script(request: ChatRequest) -> str:
@@ -328,8 +332,8 @@ def test_an_execution_trace_step_is_contained_too(label: str, world: World, tmp_
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """VET runs model-written steps in the same jail: the attack is the first step, its repairs hold no
     code, the trace fails and the answer is the greedy candidate's, with the attempt in the trace."""
-    code, shown = PUBLIC[label]
-    monkeypatch.setattr(context_module, "Sandbox", lambda: Sandbox(**{**SMALL, "cpu_seconds": 1}))
+    code, shown, cpu_seconds = PUBLIC[label]
+    monkeypatch.setattr(context_module, "Sandbox", lambda: Sandbox(**{**SMALL, "cpu_seconds": cpu_seconds}))
     step_replies = iter([python(world.fill(code))])
 
     def script(request: ChatRequest) -> str:

@@ -84,14 +84,25 @@ def fit(records: Sequence[dict[str, Any]], target: float = TARGET) -> TierRule:
     return TierRule(verified_share=best[3], verified_agree=best[4])
 
 
-def verified_by_agreement(records: Sequence[dict[str, Any]], rule: TierRule) -> dict[int, tuple[int, int]]:
-    """The ``verified`` answers by how many candidates agreed: {agreeing: (answers, right)}."""
+def _by_agreement(records: Iterable[dict[str, Any]]) -> dict[int, tuple[int, int]]:
+    """``records`` by how many candidates agreed: {agreeing: (answers, right)}."""
     found: dict[int, tuple[int, int]] = {}
     for record in records:
-        if _tier(record, rule) == "verified":
-            answers, right = found.get(agreeing(record), (0, 0))
-            found[agreeing(record)] = (answers + 1, right + bool(record.get("correct")))
+        answers, right = found.get(agreeing(record), (0, 0))
+        found[agreeing(record)] = (answers + 1, right + bool(record.get("correct")))
     return dict(sorted(found.items()))
+
+
+def verified_by_agreement(records: Sequence[dict[str, Any]], rule: TierRule) -> dict[int, tuple[int, int]]:
+    """The ``verified`` answers by how many candidates agreed: {agreeing: (answers, right)}."""
+    return _by_agreement(r for r in records if _tier(r, rule) == "verified")
+
+
+def unopposed_by_agreement(records: Sequence[dict[str, Any]]) -> dict[int, tuple[int, int]]:
+    """The answers that ran and that no check is against, by how many candidates agreed: {agreeing: (answers,
+    right)}. Every ``verified`` answer of any rule over ``TierRule``'s thresholds is among these, so this bounds
+    what such a rule can reach: ``verified`` at k agreeing covers the rows from k up, at their joint precision."""
+    return _by_agreement(r for r in records if _tier(r, TierRule(verified_share=0.0, verified_agree=0)) == "verified")
 
 
 def fit_and_report(records: Sequence[dict[str, Any]], strategy: str, seed: int = 0) -> dict[str, Any]:
@@ -106,6 +117,8 @@ def fit_and_report(records: Sequence[dict[str, Any]], strategy: str, seed: int =
         "verified_share": rule.verified_share, "verified_agree": rule.verified_agree,
         "verified_by_agreement": {str(agree): {"answers": answers, "right": right} for agree, (answers, right)
                                   in verified_by_agreement(reported, rule).items()},
+        "unopposed_by_agreement": {str(agree): {"answers": answers, "right": right} for agree, (answers, right)
+                                   in unopposed_by_agreement(reported).items()},
         "tiers": [{"tier": row.tier, "answers": row.answers, "right": row.right, "precision": row.precision,
                    "coverage": round(row.coverage, 4), "at_least_coverage": round(row.at_least_coverage, 4),
                    "at_least_precision": row.at_least_precision} for row in table],
@@ -128,4 +141,10 @@ def render(figures: dict[str, Any]) -> str:
                              for agree, v in figures["verified_by_agreement"].items())
     if by_agreement:
         lines += ["", f"verified, by candidates in agreement: {by_agreement}"]
+    unopposed = ", ".join(f"{agree} agreeing: {v['right']} of {v['answers']} right"
+                          for agree, v in sorted(figures.get("unopposed_by_agreement", {}).items(),
+                                                 key=lambda item: -int(item[0])))
+    if unopposed:
+        lines += ["", f"answers no check is against, by candidates in agreement (what any threshold on the vote "
+                      f"can make verified): {unopposed}"]
     return "\n".join(lines)
