@@ -341,17 +341,62 @@ STAGES_RUNS = {  # run -> (model, sample size, cache folder, the README's lead-i
 }
 
 
+@pytest.fixture(scope="module")
+def stages_replay(tmp_path_factory):
+    """The records of a ``STAGES_RUNS`` replay, replayed once on first use and shared by the tests that read them."""
+    done: dict[str, Path] = {}
+
+    def records(run: str) -> Path:
+        if run not in done:
+            model, n, folder, _, strategies = STAGES_RUNS[run]
+            _, out = replay_spider(folder, model, strategies, tmp_path_factory.mktemp(run), n)
+            done[run] = next(out.glob("*.jsonl"))
+        return done[run]
+    return records
+
+
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("run", sorted(STAGES_RUNS))
-def test_the_stages_tables_replay(run, tmp_path):
+def test_the_stages_tables_replay(run, stages_replay):
     """The README's per-stage tables (EX change, verified precision and coverage, calls, tokens and model
     seconds added) equal ``bench stages`` on a replay of the run's pool."""
     from verifiedsql.bench.stages import load_records, render, stage_rows
 
-    model, n, folder, lead_in, strategies = STAGES_RUNS[run]
-    _, out = replay_spider(folder, model, strategies, tmp_path, n)
-    printed = render(stage_rows(load_records(next(out.glob("*.jsonl"))))).splitlines()[2:]
+    lead_in = STAGES_RUNS[run][3]
+    printed = render(stage_rows(load_records(stages_replay(run)))).splitlines()[2:]
     section = README.read_text("utf-8").split("#### Which stages are on by default", 1)[1]
     table = section.split(lead_in, 1)[1].split("\n\n", 2)[1]
     stated = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| stage |")]
     assert printed and stated == printed, (stated, printed)
+
+
+# ------------------------------------------------------ confidence tiers (bench tiers), from the same replays
+
+TIER_TABLES = {  # run of STAGES_RUNS -> (the strategy rated, the README's words just above its tier table)
+    "0.5b": ("self-consistency+repair", "(`verifiedsql bench tiers`; 0.5B, self-consistency+repair, 100 held-out "
+                                        "questions):"),
+    "1.5b": ("self-consistency+repair+literals", "five candidates in agreement:"),
+}
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("run", sorted(TIER_TABLES))
+def test_the_tier_tables_replay(run, stages_replay):
+    """The README's tier tables (answers, right, precision and coverage per tier on the held-out half) and the
+    answers no check is against, by agreement, equal ``bench tiers`` on a replay of the run's pool."""
+    from verifiedsql.bench.tiers import fit_and_report
+
+    strategy, lead_in = TIER_TABLES[run]
+    records = [json.loads(line) for line in stages_replay(run).read_text("utf-8").splitlines()]
+    figures = fit_and_report(records, strategy)
+    printed = [f"| {row['tier']} | {row['answers']} | {row['right']} | "
+               f"{'-' if row['precision'] is None else format(row['precision'], '.1%')} | {row['coverage']:.1%} |"
+               for row in figures["tiers"]]
+    section = README.read_text("utf-8").split("#### Schema-aware repair and confidence tiers", 1)[1]
+    after = " ".join(section.split(lead_in, 1)[1].split())  # the text below the table, with lines joined
+    table = section.split(lead_in, 1)[1].split("\n\n", 2)[1]
+    stated = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| tier |")]
+    assert stated == printed, (stated, printed)
+    unopposed = ", ".join(f"{agree} agreeing: {v['right']} of {v['answers']} right" for agree, v in
+                          sorted(figures["unopposed_by_agreement"].items(), key=lambda item: -int(item[0])))
+    assert f"({unopposed})" in after, unopposed
