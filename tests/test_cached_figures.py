@@ -384,7 +384,7 @@ TIER_TABLES = {  # run of STAGES_RUNS -> (the strategy rated, the README's words
 def test_the_tier_tables_replay(run, stages_replay):
     """The README's tier tables (answers, right, precision and coverage per tier on the held-out half) and the
     answers no check is against, by agreement, equal ``bench tiers`` on a replay of the run's pool."""
-    from verifiedsql.bench.tiers import fit_and_report
+    from verifiedsql.bench.tiers import agreement_text, fit_and_report
 
     strategy, lead_in = TIER_TABLES[run]
     records = [json.loads(line) for line in stages_replay(run).read_text("utf-8").splitlines()]
@@ -397,6 +397,5 @@ def test_the_tier_tables_replay(run, stages_replay):
     table = section.split(lead_in, 1)[1].split("\n\n", 2)[1]
     stated = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| tier |")]
     assert stated == printed, (stated, printed)
-    unopposed = ", ".join(f"{agree} agreeing: {v['right']} of {v['answers']} right" for agree, v in
-                          sorted(figures["unopposed_by_agreement"].items(), key=lambda item: -int(item[0])))
+    unopposed = agreement_text(figures["unopposed_by_agreement"], descending=True)
     assert f"({unopposed})" in after, unopposed

@@ -105,6 +105,16 @@ def unopposed_by_agreement(records: Sequence[dict[str, Any]]) -> dict[int, tuple
     return _by_agreement(r for r in records if _tier(r, TierRule(verified_share=0.0, verified_agree=0)) == "verified")
 
 
+def _json(by_agreement: dict[int, tuple[int, int]]) -> dict[str, dict[str, int]]:
+    return {str(agree): {"answers": answers, "right": right} for agree, (answers, right) in by_agreement.items()}
+
+
+def agreement_text(by_agreement: dict[str, dict[str, int]], descending: bool = False) -> str:
+    """``fit_and_report``'s answers by agreement as text: "5 agreeing: 24 of 26 right, ..."."""
+    ordered = sorted(by_agreement.items(), key=lambda item: int(item[0]), reverse=descending)
+    return ", ".join(f"{agree} agreeing: {v['right']} of {v['answers']} right" for agree, v in ordered)
+
+
 def fit_and_report(records: Sequence[dict[str, Any]], strategy: str, seed: int = 0) -> dict[str, Any]:
     """Fit on one seeded half of ``strategy``'s records, report on the other: the JSON-ready figures."""
     chosen = [r for r in records if r.get("strategy") == strategy and r.get("status") != "llm_error"]
@@ -115,10 +125,8 @@ def fit_and_report(records: Sequence[dict[str, Any]], strategy: str, seed: int =
     return {
         "strategy": strategy, "seed": seed, "fit_questions": len(fit_ids), "report_questions": len(report_ids),
         "verified_share": rule.verified_share, "verified_agree": rule.verified_agree,
-        "verified_by_agreement": {str(agree): {"answers": answers, "right": right} for agree, (answers, right)
-                                  in verified_by_agreement(reported, rule).items()},
-        "unopposed_by_agreement": {str(agree): {"answers": answers, "right": right} for agree, (answers, right)
-                                   in unopposed_by_agreement(reported).items()},
+        "verified_by_agreement": _json(verified_by_agreement(reported, rule)),
+        "unopposed_by_agreement": _json(unopposed_by_agreement(reported)),
         "tiers": [{"tier": row.tier, "answers": row.answers, "right": row.right, "precision": row.precision,
                    "coverage": round(row.coverage, 4), "at_least_coverage": round(row.at_least_coverage, 4),
                    "at_least_precision": row.at_least_precision} for row in table],
@@ -137,13 +145,10 @@ def render(figures: dict[str, Any]) -> str:
         above = "-" if row["at_least_precision"] is None else f"{row['at_least_precision']:.1%}"
         lines.append(f"| {row['tier']} | {row['answers']} | {row['right']} | {precision} | {row['coverage']:.1%} | "
                      f"{above} / {row['at_least_coverage']:.1%} |")
-    by_agreement = ", ".join(f"{agree} agreeing: {v['right']} of {v['answers']} right"
-                             for agree, v in figures["verified_by_agreement"].items())
+    by_agreement = agreement_text(figures["verified_by_agreement"])
     if by_agreement:
         lines += ["", f"verified, by candidates in agreement: {by_agreement}"]
-    unopposed = ", ".join(f"{agree} agreeing: {v['right']} of {v['answers']} right"
-                          for agree, v in sorted(figures.get("unopposed_by_agreement", {}).items(),
-                                                 key=lambda item: -int(item[0])))
+    unopposed = agreement_text(figures["unopposed_by_agreement"], descending=True)
     if unopposed:
         lines += ["", f"answers no check is against, by candidates in agreement (what any threshold on the vote "
                       f"can make verified): {unopposed}"]
