@@ -218,3 +218,71 @@ def shop_engine_sqlite(tmp_path):
     engine = load_shop(sa.create_engine(f"sqlite:///{tmp_path / 'shop.db'}"))
     yield engine
     engine.dispose()
+
+
+# ----------------------------------------------------------------- a LIMIT that cuts through tied rows (ties)
+
+TOP_COUNTRY = "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC LIMIT 1"  # USA: 3, alone
+TOP_TWO_COUNTRIES = {  # USA 3, then Brazil and Germany with 2 each: the second row is one of a tie
+    "aggregate": "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC LIMIT 2",
+    "alias": "SELECT country, COUNT(*) AS customers_there FROM customers GROUP BY country "
+             "ORDER BY customers_there DESC LIMIT 2",
+    "position": "SELECT country, COUNT(*) FROM customers GROUP BY country ORDER BY 2 DESC LIMIT 2",
+}
+BUSIEST_CUSTOMER = ("SELECT c.name FROM customers AS c JOIN orders AS o ON o.customer_id = c.id "
+                    "GROUP BY c.id, c.name ORDER BY COUNT(*) DESC LIMIT 1")  # customers 1 to 5: 3 orders each
+
+
+def test_a_limit_over_a_unique_top_row_is_verified(shop_engine):
+    rows, report, _ = ask(shop_engine, "Which country has the most customers?", lambda r: fenced(TOP_COUNTRY))
+    assert [tuple(r) for r in rows] == [("USA",)] and report.confidence == "verified"
+    assert "ties" not in verdicts(report)
+
+
+@pytest.mark.parametrize("form", sorted(TOP_TWO_COUNTRIES))
+def test_a_limit_that_cuts_through_tied_rows_is_not_verified(shop_engine, form):
+    rows, report, _ = ask(shop_engine, "Which two countries have the most customers?",
+                          lambda r: fenced(TOP_TWO_COUNTRIES[form]))
+    assert len(rows) == 2 and report.vote == "unanimous"
+    assert verdicts(report)["ties"] == "against" and report.confidence == "probable"
+    assert "row 3 ties with row 2" in next(e.detail for e in report.evidence if e.check == "ties")
+
+
+def test_the_top_row_of_a_tie_is_the_engines_choice(shop_engine):
+    rows, report, _ = ask(shop_engine, "Which customer placed the most orders?", lambda r: fenced(BUSIEST_CUSTOMER))
+    assert len(rows) == 1 and verdicts(report)["ties"] == "against" and not report.verified
+
+
+def test_a_count_over_no_rows_is_doubtful(shop_engine_sqlite):
+    rows, report, _ = ask(shop_engine_sqlite, "How many customers from Atlantis?",
+                          lambda r: fenced("SELECT COUNT(*) FROM customers WHERE country = 'Atlantis'"))
+    assert [tuple(r) for r in rows] == [(0,)] and report.confidence == "doubtful"
+    assert any(e.check == "result" and "zero" in e.detail for e in report.evidence)
+    _, counted, _ = ask(shop_engine_sqlite, "How many customers from Brazil?",
+                        lambda r: fenced("SELECT COUNT(*) FROM customers WHERE country = 'Brazil'"))
+    assert counted.confidence == "verified"
+
+
+@pytest.mark.parametrize(("sql", "probe"), [
+    ("SELECT a FROM t ORDER BY b DESC LIMIT 3", "SELECT a, b AS tie_key_0 FROM t ORDER BY b DESC LIMIT 4"),
+    ("SELECT a, COUNT(*) AS n FROM t GROUP BY a ORDER BY n DESC, a LIMIT 1",
+     "SELECT a, COUNT(*) AS n, COUNT(*) AS tie_key_0, a AS tie_key_1 FROM t GROUP BY a ORDER BY n DESC, a LIMIT 2"),
+    ("SELECT a, MAX(b) FROM t GROUP BY a ORDER BY 2 LIMIT 1",
+     "SELECT a, MAX(b), MAX(b) AS tie_key_0 FROM t GROUP BY a ORDER BY 2 LIMIT 2"),
+])
+def test_the_tie_probe_reads_the_ordering_keys(sql, probe):
+    import sqlglot
+
+    from verifiedsql.stages.ties import limit_of, tie_probe
+    tree = sqlglot.parse_one(sql)
+    limit = limit_of(tree)
+    assert limit is not None and tie_probe(tree, limit).sql() == probe
+
+
+@pytest.mark.parametrize("sql", ["SELECT a FROM t LIMIT 1", "SELECT DISTINCT a FROM t ORDER BY a LIMIT 1",
+                                 "SELECT a FROM t ORDER BY a", "SELECT a FROM t UNION SELECT b FROM u LIMIT 1"])
+def test_only_an_ordered_limit_is_checked_for_ties(sql):
+    import sqlglot
+
+    from verifiedsql.stages.ties import limit_of
+    assert limit_of(sqlglot.parse_one(sql)) is None
