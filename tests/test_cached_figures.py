@@ -42,6 +42,11 @@ EXPECTED: dict[str, dict[str, tuple[int, str, str, int]]] = {
         "default": (120, "63.3", "76.7", 5186),
         "default+scope": (120, "63.3", "76.7", 5450),
     },
+    "spider-duckdb-0.5b-n200": {  # the first 56 questions
+        "self-consistency": (56, "53.6", "57.1", 8248),
+        "self-consistency+repair": (56, "62.5", "71.4", 6240),
+        "default": (56, "62.5", "71.4", 6240),
+    },
     "spider-postgresql-0.5b-n200": {  # all 189 questions with a dump
         "self-consistency+repair": (189, "52.9", "62.4", 5759),
         "default": (189, "52.9", "61.9", 5759),
@@ -412,6 +417,37 @@ OTHER_ENGINE_TIERS = {
     "spider-postgresql-0.5b-n200": ("default", "#### PostgreSQL: the same seeded questions",
                                     "The tiers of `default` on PostgreSQL"),
 }
+
+
+# cache folder of EXPECTED -> (the strategy rated, the README's words above its table): the library's tier rule as it
+# is (fitted on SQLite), over every question of the run, for a run too small to split into halves of its own
+LIBRARY_RULE_TIERS = {
+    "spider-duckdb-0.5b-n200": ("default",
+                                "With the library's tier rule as it is (fitted on SQLite), on all 56 questions:"),
+}
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", sorted(LIBRARY_RULE_TIERS))
+def test_the_library_rule_tier_tables_replay(name, replays):
+    """The tier tables of the library's own rule on runs of other engines equal a replay of their README command."""
+    from verifiedsql.bench.tiers import tier_table
+    from verifiedsql.stages.evidence import DEFAULT_RULE
+
+    process = replays[name]
+    if process.returncode is None:  # not yet waited for by test_replay_prints_the_readme_figures
+        process.communicate(timeout=840)
+    assert process.returncode == 0
+    results = Path(process.args[process.args.index("--out") + 1])
+    strategy, lead_in = LIBRARY_RULE_TIERS[name]
+    records = [r for line in next(results.glob("*.jsonl")).read_text("utf-8").splitlines()
+               if (r := json.loads(line))["strategy"] == strategy and r["candidates"]]
+    printed = [f"| {row.tier} | {row.answers} | {row.right} | "
+               f"{'-' if not row.answers else format(row.right / row.answers, '.1%')} | {row.coverage:.1%} |"
+               for row in tier_table(records, DEFAULT_RULE)]
+    table = README.read_text("utf-8").split(lead_in, 1)[1].split("\n\n", 2)[1]
+    stated = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| tier |")]
+    assert stated == printed, (stated, printed)
 
 
 @pytest.mark.timeout(900)
