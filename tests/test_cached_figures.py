@@ -5,7 +5,7 @@ with ``--out`` in a temporary folder) and the figures it prints must equal the t
 turn be what the README says: EX, Pass@N (and questions, where the table has that column) in the
 section's table row of each strategy, tokens/q somewhere in the section. A cache that misses a recorded
 question loses that question (ReplayMissError counts as an error, left out of the figures), so the
-question counts catch it. The five replays run side by side (VET's sandboxed runs mostly wait); the
+question counts catch it. The replays run side by side (VET's sandboxed runs mostly wait); the
 slowest, issue7's, takes about 4 minutes on 2 cores.
 """
 
@@ -384,6 +384,21 @@ TIER_TABLES = {  # run of STAGES_RUNS -> (the strategy rated, the README's words
 }
 
 
+def tier_rows_after(text: str, lead_in: str) -> list[str]:
+    """The rows of the tier table just below ``lead_in`` in ``text`` (header and rule left out)."""
+    table = text.split(lead_in, 1)[1].split("\n\n", 2)[1]
+    return [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| tier |")]
+
+
+def replayed_records(replays, name: str) -> Path:
+    """The records of the ``replays`` fixture's run of ``name``, once it has ended."""
+    process = replays[name]
+    if process.returncode is None:  # not yet waited for by test_replay_prints_the_readme_figures
+        process.communicate(timeout=840)
+    assert process.returncode == 0
+    return next(Path(process.args[process.args.index("--out") + 1]).glob("*.jsonl"))
+
+
 def assert_tier_table(records_path: Path, strategy: str, heading: str, lead_in: str) -> None:
     """The README's tier table below ``lead_in`` (in the section under ``heading``) and the answers no check is
     against, by agreement, in the text after it, equal ``bench tiers`` on the records of ``strategy``."""
@@ -396,8 +411,7 @@ def assert_tier_table(records_path: Path, strategy: str, heading: str, lead_in: 
                for row in figures["tiers"]]
     section = README.read_text("utf-8").split(heading, 1)[1]
     after = " ".join(section.split(lead_in, 1)[1].split())  # the text below the table, with lines joined
-    table = section.split(lead_in, 1)[1].split("\n\n", 2)[1]
-    stated = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| tier |")]
+    stated = tier_rows_after(section, lead_in)
     assert stated == printed, (stated, printed)
     unopposed = agreement_text(figures["unopposed_by_agreement"], descending=True)
     assert f"({unopposed})" in after, unopposed
@@ -434,30 +448,18 @@ def test_the_library_rule_tier_tables_replay(name, replays):
     from verifiedsql.bench.tiers import tier_table
     from verifiedsql.stages.evidence import DEFAULT_RULE
 
-    process = replays[name]
-    if process.returncode is None:  # not yet waited for by test_replay_prints_the_readme_figures
-        process.communicate(timeout=840)
-    assert process.returncode == 0
-    results = Path(process.args[process.args.index("--out") + 1])
     strategy, lead_in = LIBRARY_RULE_TIERS[name]
-    records = [r for line in next(results.glob("*.jsonl")).read_text("utf-8").splitlines()
+    records = [r for line in replayed_records(replays, name).read_text("utf-8").splitlines()
                if (r := json.loads(line))["strategy"] == strategy and r["candidates"]]
     printed = [f"| {row.tier} | {row.answers} | {row.right} | "
                f"{'-' if not row.answers else format(row.right / row.answers, '.1%')} | {row.coverage:.1%} |"
                for row in tier_table(records, DEFAULT_RULE)]
-    table = README.read_text("utf-8").split(lead_in, 1)[1].split("\n\n", 2)[1]
-    stated = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| tier |")]
-    assert stated == printed, (stated, printed)
+    assert tier_rows_after(README.read_text("utf-8"), lead_in) == printed, printed
 
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", sorted(OTHER_ENGINE_TIERS))
 def test_the_other_engines_tier_tables_replay(name, replays):
     """The tier tables of the runs on other engines equal ``bench tiers`` on the replay of their README command."""
-    process = replays[name]
-    if process.returncode is None:  # not yet waited for by test_replay_prints_the_readme_figures
-        process.communicate(timeout=840)
-    assert process.returncode == 0
-    results = Path(process.args[process.args.index("--out") + 1])
     strategy, heading, lead_in = OTHER_ENGINE_TIERS[name]
-    assert_tier_table(next(results.glob("*.jsonl")), strategy, heading, lead_in)
+    assert_tier_table(replayed_records(replays, name), strategy, heading, lead_in)
