@@ -178,7 +178,9 @@ def open_target(engine_name: str, data_dir: Path, db_id: str, cache_dir: Path, p
         return sa.create_engine(f"sqlite:///{source}")
     if engine_name == "duckdb":
         path = build_duckdb(source, cache_dir / "duckdb" / f"{db_id}.duckdb")
-        return sa.create_engine(f"duckdb:///{path}")
+        # One thread: with several, DuckDB returns rows that an ORDER BY ranks equal in any order from run to run
+        # (a LIMIT 1 over tied groups in a subquery picked another group), so a replay could cluster differently.
+        return sa.create_engine(f"duckdb:///{path}", connect_args={"config": {"threads": 1}})
     if engine_name == "postgresql":
         if not pg_url:
             raise ConfigurationError("--engine postgresql needs --pg-url postgresql+psycopg://user@host:port/db.")
