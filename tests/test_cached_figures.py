@@ -384,6 +384,12 @@ TIER_TABLES = {  # run of STAGES_RUNS -> (the strategy rated, the README's words
 }
 
 
+def tier_line(tier: str, answers: int, right: int, precision: float | None, coverage: float) -> str:
+    """One row of the README's tier tables."""
+    shown = "-" if precision is None else f"{precision:.1%}"
+    return f"| {tier} | {answers} | {right} | {shown} | {coverage:.1%} |"
+
+
 def tier_rows_after(text: str, lead_in: str) -> list[str]:
     """The rows of the tier table just below ``lead_in`` in ``text`` (header and rule left out)."""
     table = text.split(lead_in, 1)[1].split("\n\n", 2)[1]
@@ -406,8 +412,7 @@ def assert_tier_table(records_path: Path, strategy: str, heading: str, lead_in: 
 
     records = [json.loads(line) for line in records_path.read_text("utf-8").splitlines()]
     figures = fit_and_report(records, strategy)
-    printed = [f"| {row['tier']} | {row['answers']} | {row['right']} | "
-               f"{'-' if row['precision'] is None else format(row['precision'], '.1%')} | {row['coverage']:.1%} |"
+    printed = [tier_line(row["tier"], row["answers"], row["right"], row["precision"], row["coverage"])
                for row in figures["tiers"]]
     section = README.read_text("utf-8").split(heading, 1)[1]
     after = " ".join(section.split(lead_in, 1)[1].split())  # the text below the table, with lines joined
@@ -451,8 +456,7 @@ def test_the_library_rule_tier_tables_replay(name, replays):
     strategy, lead_in = LIBRARY_RULE_TIERS[name]
     records = [r for line in replayed_records(replays, name).read_text("utf-8").splitlines()
                if (r := json.loads(line))["strategy"] == strategy and r["candidates"]]
-    printed = [f"| {row.tier} | {row.answers} | {row.right} | "
-               f"{'-' if not row.answers else format(row.right / row.answers, '.1%')} | {row.coverage:.1%} |"
+    printed = [tier_line(row.tier, row.answers, row.right, row.precision, row.coverage)
                for row in tier_table(records, DEFAULT_RULE)]
     assert tier_rows_after(README.read_text("utf-8"), lead_in) == printed, printed
 

@@ -20,6 +20,7 @@ from sqlglot.errors import SqlglotError
 
 from ..database import Database
 from ..errors import VerifiedSQLError
+from ..orderkeys import sort_keys, with_keys
 from ..profiles import all_profiles
 from ..results import ResultSet, results_equivalent
 from ..safety import outermost_orders, parse_one_query
@@ -39,16 +40,9 @@ def _sort_keys(select: exp.Select) -> list[exp.Expr] | None:
     order = select.args.get("order")
     if order is None or select.args.get("limit") or select.args.get("offset") or select.args.get("distinct"):
         return None
-    aliased = {e.alias.lower(): e.this for e in select.expressions if isinstance(e, exp.Alias)}
-    keys = []
-    for ordered in order.expressions:
-        key = ordered.this
-        if isinstance(key, exp.Literal):
-            return None
-        if isinstance(key, exp.Column) and not key.table and key.name.lower() in aliased:
-            key = aliased[key.name.lower()]
-        keys.append(key.copy())
-    return keys
+    if any(isinstance(ordered.this, exp.Literal) for ordered in order.expressions):
+        return None
+    return sort_keys(select)
 
 
 def tie_runs(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> tuple[int, ...] | None:
@@ -60,9 +54,8 @@ def tie_runs(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) ->
         return None
     if not isinstance(select, exp.Select) or (keys := _sort_keys(select)) is None:
         return None
-    keyed = select.copy()
-    width = len(keyed.expressions)
-    keyed.set("expressions", [*keyed.expressions, *(exp.alias_(k, f"tie_key_{i}") for i, k in enumerate(keys))])
+    keyed = with_keys(select, keys)
+    width = len(select.expressions)
     try:
         keyed_rows = conn.execute(keyed.sql(dialect="sqlite")).fetchall()
     except (sqlite3.Error, SqlglotError):

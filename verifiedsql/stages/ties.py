@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..errors import QueryError, QueryTimeoutError, QuestionTimeoutError, UnsafeSQLError
+from ..orderkeys import sort_keys, with_keys
 from ..report import Evidence
 from ..results import ResultSet
 from .context import QuestionContext
@@ -25,38 +26,14 @@ def limit_of(tree: exp.Expr) -> int | None:
         return None
     limit = tree.args.get("limit")
     count = limit.expression if isinstance(limit, exp.Limit) else None
-    if not isinstance(count, exp.Literal) or count.is_string or not count.this.isdigit():
-        return None
-    return int(count.this)
-
-
-def _key_expression(key: exp.Expr, projections: list[exp.Expr]) -> exp.Expr | None:
-    """The expression an ORDER BY key stands for: a select alias's expression, a position's, or the key."""
-    if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit():
-        position = int(key.this)
-        if not 1 <= position <= len(projections):
-            return None
-        chosen = projections[position - 1]
-        return chosen.this if isinstance(chosen, exp.Alias) else chosen
-    if isinstance(key, exp.Column) and not key.table:
-        for projection in projections:
-            if isinstance(projection, exp.Alias) and projection.alias.lower() == key.name.lower():
-                return projection.this
-    return key
+    return int(count.this) if isinstance(count, exp.Literal) and count.is_int else None
 
 
 def tie_probe(tree: exp.Select, limit: int) -> exp.Select | None:
-    """The query with the ordering keys appended to its outputs (so an ORDER BY naming an output still reads),
-    limited to ``limit + 1`` rows in the same order; None when a key cannot be read back (an ordinal out of
-    range). The keys are the last ``len(order)`` columns of its rows."""
-    projections = list(tree.expressions)
-    keys: list[exp.Expr] = []
-    for number, ordered in enumerate(tree.args["order"].expressions):
-        key = _key_expression(ordered.this, projections)
-        if key is None:
-            return None
-        keys.append(exp.alias_(key.copy(), f"tie_key_{number}"))
-    return tree.copy().select(*keys, append=True).limit(limit + 1)
+    """The query with its ordering keys appended to its outputs (``orderkeys.with_keys``), limited to
+    ``limit + 1`` rows in the same order; None when a key cannot be read back (a position out of range)."""
+    keys = sort_keys(tree)
+    return None if keys is None else with_keys(tree, keys).limit(limit + 1)
 
 
 def tie_evidence(ctx: QuestionContext, tree: exp.Expr | None, result: ResultSet) -> list[Evidence]:
