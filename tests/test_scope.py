@@ -261,9 +261,9 @@ def test_scope_check_is_off_by_default_for_this_model_and_skips_trusted_answers(
     assert report.confidence == "verified" and "scope" not in model.purposes()
 
 
-@pytest.mark.parametrize(("model_name", "asked"), [("qwen2.5-coder-1.5b", True), ("qwen2.5-coder-0.5b", False),
+@pytest.mark.parametrize(("model_name", "asked"), [("qwen2.5-coder-1.5b", True), ("qwen2.5-coder-0.5b", True),
                                                   ("gpt-4o", False)])
-def test_scope_check_by_default_only_with_the_model_it_was_measured_on(shop, model_name, asked):
+def test_scope_check_by_default_only_with_the_models_it_was_measured_on(shop, model_name, asked):
     def script(request: ChatRequest) -> str:
         return "NO" if request.purpose == "scope" else fenced(BRAZIL)
 
@@ -283,11 +283,12 @@ def test_scope_check_by_default_only_with_the_model_it_was_measured_on(shop, mod
     assert "scope" not in off.purposes()
 
 
-def test_the_scope_checked_model_is_the_embedded_one():
+def test_the_scope_checked_models_are_the_embedded_ones():
     from verifiedsql.config import SCOPE_CHECKED_MODELS
     from verifiedsql.llm.models import DEFAULT_MODEL, MODELS
 
-    assert SCOPE_CHECKED_MODELS == {MODELS[DEFAULT_MODEL].alias}
+    assert SCOPE_CHECKED_MODELS == {model.alias for model in MODELS.values()}
+    assert DEFAULT_MODEL in MODELS
 
 
 def test_scope_check_when_no_query_ran(shop):

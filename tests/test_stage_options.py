@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from backends import load_shop
 from fakes import ask, by_seed, context
 
-from verifiedsql.bench.strategies import STRATEGIES, library_default, strategy_options
+from verifiedsql.bench.strategies import LIBRARY_DEFAULT, STRATEGIES, strategy_options
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
 from verifiedsql.llm.models import MODELS
@@ -93,11 +93,11 @@ def test_the_default_strategy_is_the_library_default(model):
     base = {"llm": LLMSettings()}
     shipped = Options(llm=LLMSettings())
     name = MODELS[model].alias
-    default = strategy_options(library_default(name), base)
+    default = strategy_options(LIBRARY_DEFAULT, base)
     for option in ("schema_repair", "schema_hints", "schema_facts", "check_literals", "candidates", "verify",
                    "dpc", "vet", "review", "consensus", "probe", "ground_values", "compress_schema"):
         assert getattr(default, option) == getattr(shipped, option), option
-    assert default.checks_scope(name) == shipped.checks_scope(name)
-    assert library_default(name) == {"1.5b": "default+scope", "0.5b": "default"}[model]
+    assert default.checks_scope(name) == shipped.checks_scope(name) is True
+    assert default.scope_unmatched_share == shipped.scope_unmatched_share
     assert strategy_options("default-greedy", base).candidates == 1
     assert not strategy_options("self-consistency", base).schema_facts

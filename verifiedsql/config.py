@@ -12,10 +12,10 @@ from .report import CONFIDENCE_TIERS, Confidence
 
 CacheMode = Literal["off", "readwrite", "replay"]
 LOCAL_MODELS = ("1.5b", "0.5b")
-# The models (by the name they answer to) whose scope check refused no question the data answers when measured
-# on Spider dev (README: Questions the data cannot answer): scope_check=None turns the check on for these only.
-# The embedded 0.5B refused 47 of 200 such questions, so it is not here.
-SCOPE_CHECKED_MODELS = frozenset({"qwen2.5-coder-1.5b"})
+# The models (by the name they answer to) whose scope check was measured on Spider dev and the out-of-scope set
+# (README: Questions the data cannot answer): with its word matching it refused no right answer of either
+# model's Spider runs. scope_check=None turns the check on for these only.
+SCOPE_CHECKED_MODELS = frozenset({"qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"})
 
 
 def _env(*names: str) -> str | None:
@@ -85,9 +85,11 @@ class Options:
     # the lowest confidence tier an answer may have; below it the question raises UnverifiedAnswerError
     require: Confidence | None = None
     # below probable (or with no candidate that ran): ask the model once whether the schema holds the data;
-    # a clear "no" raises NoDataError (stages/scope.py). None: on for the models in SCOPE_CHECKED_MODELS (the
-    # embedded 1.5B, the default), off for any other (checks_scope)
+    # a clear "no" raises NoDataError (stages/scope.py) when at least scope_unmatched_share of the question's
+    # content words name nothing in the database (stages/scope_terms.py; 0: the model's NO alone decides).
+    # None: on for the models it was measured on (SCOPE_CHECKED_MODELS, both embedded ones), off for any other
     scope_check: bool | None = None
+    scope_unmatched_share: float = 0.5
     schema: str | None = None
     # PostgreSQL: run each generated query under SET LOCAL ROLE <question_role> (e.g. a role with pg_read_all_data)
     question_role: str | None = None
@@ -166,10 +168,12 @@ class Options:
             raise ConfigurationError("vet_steps and vet_max_rows must be at least 1, vet_step_repairs 0 or more.")
         if not -1.0 <= self.vet_similarity <= 1.0:
             raise ConfigurationError("vet_similarity is a cosine similarity threshold between -1 and 1.")
+        if not 0.0 <= self.scope_unmatched_share <= 1.0:
+            raise ConfigurationError("scope_unmatched_share is a share of the question's words, between 0 and 1.")
 
     def checks_scope(self, model_name: str) -> bool:
         """Whether the scope check runs with the model named ``model_name``: ``scope_check`` when it is set,
-        else whether the model is one the check was measured to pay on (``SCOPE_CHECKED_MODELS``)."""
+        else whether the model is one the check was measured on (``SCOPE_CHECKED_MODELS``)."""
         return self.scope_check if self.scope_check is not None else model_name in SCOPE_CHECKED_MODELS
 
     @classmethod

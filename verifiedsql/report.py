@@ -200,6 +200,27 @@ class Candidate:
         return tuple(check.detail for check in self.literals if check.outcome == "elsewhere")
 
 
+ScopeReply = Literal["yes", "no", "unclear", "failed"]
+
+
+@dataclass
+class ScopeCheck:
+    """The scope check (``scope_check``): what the model said when asked whether the schema holds the data
+    (``failed``: the call failed or ran out of time) and, after a NO, the question's content words and those
+    that name nothing in the database (``stages/scope_terms.py``); ``ended``: the question ended in
+    ``NoDataError``."""
+
+    said: ScopeReply
+    words: list[str] = field(default_factory=list)
+    unmatched: list[str] = field(default_factory=list)
+    ended: bool = False
+
+    @property
+    def unmatched_share(self) -> float:
+        """The share of the question's content words that name nothing in the database (0 with no word)."""
+        return len(self.unmatched) / len(self.words) if self.words else 0.0
+
+
 ReviewVerdictKind = Literal["approve", "issues", "unclear", "unavailable"]
 
 
@@ -332,6 +353,7 @@ class VerificationReport:
     exploration: list[Exploration] = field(default_factory=list)  # column exploration (consensus)
     consensus: Consensus | None = None  # consensus enforcement (consensus)
     trace: Trace | None = None  # verifiable execution tracing (vet)
+    scope: ScopeCheck | None = None  # the scope check, when it was asked (scope_check)
     # compress_schema: tokens_before, tokens_after, ratio (before/after), groups, tables_kept, tables_total, steps
     schema_compression: dict[str, Any] | None = None
 

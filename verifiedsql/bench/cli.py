@@ -1,5 +1,6 @@
-"""``verifiedsql bench spider | tiers | compare | stages | scope``: the command lines of the Spider accuracy
-harness, the tier fit, runs side by side, each optional stage's effect and the out-of-scope question set."""
+"""``verifiedsql bench spider | tiers | compare | stages | scope | scope-fit``: the command lines of the Spider
+accuracy harness, the tier fit, runs side by side, each optional stage's effect, the out-of-scope question set
+and the scope check's fit."""
 
 from __future__ import annotations
 
@@ -63,6 +64,13 @@ def add_bench_commands(subparsers: Any) -> None:
                                                 "tokens, model seconds), from a run with both strategies of a pair")
     stages.add_argument("records", type=Path, help="a run's JSONL records (written by `bench spider`)")
     stages.set_defaults(handler=run_stages_command)
+    scope_fit = commands.add_parser("scope-fit", help="fit the share of unmatched words the scope check needs, on "
+                                                      "one seeded half of a Spider run (default+scope-alone)")
+    scope_fit.add_argument("records", type=Path, help="a Spider run's JSONL records with default and "
+                                                      "default+scope-alone")
+    scope_fit.add_argument("--out-of-scope", type=Path, help="`bench scope` records with default+scope-alone")
+    scope_fit.add_argument("--seed", type=int, default=0, help="the seed of the split into halves (default 0)")
+    scope_fit.set_defaults(handler=run_scope_fit_command)
     scope = commands.add_parser("scope", help="questions the data cannot answer (benchmarks/out_of_scope.json): "
                                               "how each strategy ends on them, on SQLite")
     add_scope_arguments(scope)
@@ -80,6 +88,17 @@ def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES),
                         help=f"comma-separated, from {sorted(STRATEGIES)} (default {','.join(DEFAULT_STRATEGIES)})")
     add_run_arguments(parser, "summary")
+
+
+def run_scope_fit_command(args: argparse.Namespace) -> int:
+    from .scope_fit import ALONE, fit_share, render
+    from .stages import load_records
+
+    spider = load_records(args.records)
+    out_of_scope = load_records(args.out_of_scope) if args.out_of_scope else {}
+    fitted, rows = fit_share(spider, out_of_scope, args.seed)
+    print(render(fitted, rows, len(spider.get(ALONE, {})), args.seed))
+    return 0
 
 
 def run_scope_command(args: argparse.Namespace) -> int:

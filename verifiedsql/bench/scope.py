@@ -42,7 +42,7 @@ KINDS = ("general-knowledge", "missing-table", "missing-column", "other-task")
 OUTCOMES = ("no-data", "no-answer", *CONFIDENCE_TIERS, "timeout", "model-error")
 # the same candidates throughout; default and default+scope are the library's defaults with the 0.5B and 1.5B
 DEFAULT_STRATEGIES = ["greedy+repair", "self-consistency+repair", "self-consistency+repair+scope", "default",
-                      "default+scope"]
+                      "default+scope", "default+scope-alone"]
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def answer_scope(pipeline: Pipeline, question: ScopeQuestion) -> dict[str, Any]:
                        for c in (report.candidates if report else [])],
         "wall_seconds": round(time.perf_counter() - start, 4),
         **{key: fields[key] for key in ("llm_calls", "cached_calls", "total_tokens", "model_seconds", "confidence",
-                                         "vote", "evidence") if key in fields},
+                                         "vote", "evidence", "scope") if key in fields},
     }
 
 

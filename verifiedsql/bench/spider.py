@@ -98,8 +98,8 @@ def _vote_share(report: VerificationReport | None) -> float | None:
 
 
 def _stage_fields(report: VerificationReport | None) -> dict[str, Any]:
-    """What the optional stages did (probes, repairs, DPC, review, consensus, trace, compression), for the
-    stage breakdowns."""
+    """What the optional stages did (probes, repairs, DPC, review, consensus, trace, compression, the scope check),
+    for the stage breakdowns."""
     if report is None:
         return {}
     fields: dict[str, Any] = {
@@ -136,6 +136,10 @@ def _stage_fields(report: VerificationReport | None) -> dict[str, Any]:
         }
     if report.schema_compression is not None:
         fields["compression"] = dict(report.schema_compression)
+    if report.scope is not None:
+        scope = report.scope
+        fields["scope"] = {"said": scope.said, "unmatched": list(scope.unmatched), "words": len(scope.words),
+                           "unmatched_share": round(scope.unmatched_share, 4), "ended": scope.ended}
     return fields
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..config import LLMSettings, Options
+from ..config import Options
 from ..errors import ConfigurationError
 
 # name -> Options overrides. Every strategy shares the same candidate pool through the record/replay
@@ -57,17 +57,18 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # that ran), one zero-temperature question: does the schema hold the data? (scope_check)
     "greedy+repair+scope": {"candidates": 1, "schema_repair": True, "scope_check": True},
     "self-consistency+repair+scope": {"candidates": 5, "schema_repair": True, "scope_check": True},
-    # What the library does with its default options and a model without the scope check (the 0.5B;
-    # tests/test_stage_options.py keeps these in step with Options), and its greedy half: every stage that is
-    # on by default, on. With the default 1.5B model the library's default is default+scope (library_default).
+    # The library's default pipeline without its scope check, and its greedy half: every stage that is on by
+    # default and adds no model request, on (tests/test_stage_options.py keeps these in step with Options).
     "default": {"candidates": 5, **DEFAULT_ON},
     "default-greedy": {"candidates": 1, **DEFAULT_ON},
     # The same candidate requests as default / self-consistency, drawn one at a time: drawing stops once the
     # vote is settled (adaptive sampling, stages/sampling.py), so later candidates are never asked for.
     "default-adaptive": {"candidates": 5, **DEFAULT_ON, "adaptive": True},
     # The default pipeline with the model scope check (one call per answer below probable, or with none): the
-    # library's default with the 1.5B model.
+    # library's default with the embedded models (LIBRARY_DEFAULT). Its NO ends a question only where half the
+    # question's words name nothing in the database; default+scope-alone lets the NO alone decide (the fit).
     "default+scope": {"candidates": 5, **DEFAULT_ON, "scope_check": True},
+    "default+scope-alone": {"candidates": 5, **DEFAULT_ON, "scope_check": True, "scope_unmatched_share": 0.0},
     "self-consistency+adaptive": {"candidates": 5, "adaptive": True},
     # The default pipeline with one more optional stage: its candidate requests are default's, so each adds
     # only that stage's own requests to the cache (how bench stages measures a stage on the default model).
@@ -96,15 +97,11 @@ def parse_strategies(text: str) -> list[str]:
 
 # What every strategy starts from unless it says otherwise: the stages whose default is on are off, so that a
 # strategy's name means the same pipeline as when its figures were recorded (``+repair`` turns repair on).
-# The scope check's default depends on the model (``Options.checks_scope``), so every strategy pins it: ``default``
-# is the library's default with the 0.5B model, ``default+scope`` with the 1.5B (``library_default``).
+# The scope check's default depends on the model (``Options.checks_scope``), so every strategy pins it.
 BASELINE: dict[str, Any] = {name: False for name in DEFAULT_ON} | {"schema_facts": False, "schema_hints": False,
                                                                    "scope_check": False}
 
-
-def library_default(model_name: str) -> str:
-    """The strategy that is the library's default pipeline with the model named ``model_name``."""
-    return "default+scope" if Options(llm=LLMSettings()).checks_scope(model_name) else "default"
+LIBRARY_DEFAULT = "default+scope"  # the strategy that is the library's default pipeline with the embedded models
 
 
 def strategy_options(name: str, base: Mapping[str, Any]) -> Options:

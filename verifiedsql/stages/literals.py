@@ -37,7 +37,7 @@ from ..safety import parse_one_query
 from ..schema import Column, Table
 from .common.catalog import Catalog, Source, distance, has, own_nodes, sources
 from .common.facts import date_like
-from .common.frames import column_kind
+from .common.values import SCAN_ROWS, distinct_scan, holds_text
 from .context import QuestionContext
 from .generate import CandidateRun, Execution, execute_candidate
 
@@ -46,7 +46,6 @@ MAX_LINKED = 6  # linked tables searched for one literal
 MAX_LINKED_COLUMNS = 12  # text columns of one linked table searched
 MIN_LEFT_S = 2.0  # with less of the question's time left, no literal is looked up
 LOOKUP_TIMEOUT_S = 5.0  # one lookup query (also capped by statement_timeout_s and the time left)
-SCAN_ROWS = 10_000  # rows of a table that one variant or linked-table lookup reads
 VARIANT_ROWS = 20  # distinct values that a trimmed, lower-case lookup returns
 NEAR_VALUES = 200  # distinct values of the column held against the literal for near misses
 NEAR_LENGTH = 5  # literals at least this long may be matched within NEAR_EDITS edits
@@ -257,7 +256,7 @@ class LiteralChecker:
             if self._rows(exp.select(exp.Literal.number(1)).from_(table_node).where(test).limit(1)):
                 return _Lookup("found")
             plain = isinstance(literal, exp.Literal)
-            if plain and _holds_text(comparison.schema_column) and (
+            if plain and holds_text(comparison.schema_column) and (
                     stored := self._variant(table_node, comparison.column.this, value)) is not None:
                 return _Lookup("variant", stored)
             if plain and not date_like(value):
@@ -273,16 +272,16 @@ class LiteralChecker:
         nearest within NEAR_EDITS edits (for literals of NEAR_LENGTH characters or more); None when there is
         none, or more than one."""
         wanted = exp.Literal.string(value)
-        same = _scan(column, table_node,
-                     exp.EQ(this=_folded(exp.column("v")), expression=_folded(wanted)), VARIANT_ROWS)
+        same = distinct_scan(column, table_node, VARIANT_ROWS,
+                             exp.EQ(this=_folded(exp.column("v")), expression=_folded(wanted)))
         hits = sorted({row[0] for row in self._rows(same) if isinstance(row[0], str) and row[0] != value})
         if hits:
             return hits[0] if len(hits) == 1 else None
         target = value.strip().lower()
         if len(target) < NEAR_LENGTH:
             return None
-        stored = _scan(column, table_node, exp.Not(this=exp.Is(
-            this=exp.column("v"), expression=exp.Null())), NEAR_VALUES)
+        stored = distinct_scan(column, table_node, NEAR_VALUES, exp.Not(this=exp.Is(
+            this=exp.column("v"), expression=exp.Null())))
         scored: dict[int, set[str]] = {}
         for (held,) in self._rows(stored):
             if isinstance(held, str) and held != value:
@@ -313,7 +312,7 @@ class LiteralChecker:
     def _in_table(self, table: Table, near: Source, value: str) -> tuple[str, str] | None:
         """(column, stored value) of a text column of ``table`` that holds ``value`` (after trimming and
         lower case; as written first), read in a bounded scan; None when none does."""
-        columns = [c.name for c in table.columns if _holds_text(c)][:MAX_LINKED_COLUMNS]
+        columns = [c.name for c in table.columns if holds_text(c)][:MAX_LINKED_COLUMNS]
         if not columns:
             return None
         node = self._table_node(near, table)
@@ -514,19 +513,6 @@ def _bare(side: exp.Expr) -> exp.Expr:
 def _folded(node: exp.Expr) -> exp.Expr:
     """``LOWER(TRIM(node))``."""
     return exp.Lower(this=exp.Trim(this=node))
-
-
-def _scan(column: exp.Identifier, table: exp.Table, where: exp.Expr, limit: int) -> exp.Select:
-    """``SELECT DISTINCT v FROM (SELECT column AS v FROM table LIMIT SCAN_ROWS) AS s WHERE ... LIMIT limit``."""
-    inner = exp.select(exp.alias_(exp.column(column), "v")).from_(table.copy()).limit(SCAN_ROWS)
-    return exp.select(exp.column("v")).distinct().from_(inner.subquery("s")).where(where).limit(limit)
-
-
-def _holds_text(column: Column) -> bool:
-    """A text column (or one of no declared type whose samples are text)."""
-    kind = column_kind(column.type)
-    return kind == "text" or (kind == "any" and bool(column.samples)
-                              and all(isinstance(v, str) for v in column.samples))
 
 
 def _shown(value: str) -> str:

@@ -15,11 +15,13 @@ the report, the reflected schema and the engine's errors; none is tuned to a que
 - **A change, not a question** (``check_unanswered``): no candidate ran, and most candidates were refused as
   statements that change data or schema (``failures.data_change``: DELETE, UPDATE, INSERT, ...). Questions
   are answered by reading only, so no data answers it; the error says so and names the statements.
-- **Scope check** (``scope_check``; by default on for the embedded 1.5B model only, ``Options.checks_scope``):
-  when the answer's tier is below ``probable``, or no candidate ran and the rules above did not decide, the
-  model is asked once, at temperature 0 (``scope_prompts.py``), whether the schema holds the data; a clear
-  NO (``llm.replies.yes_no``) ends the question. Anything else, a failed or cut-off call included, leaves
-  the outcome as it was.
+- **Scope check** (``scope_check``; by default on for the embedded models, ``Options.checks_scope``): when
+  the answer's tier is below ``probable``, or no candidate ran and the rules above did not decide, the model
+  is asked once, at temperature 0 (``scope_prompts.py``), whether the schema holds the data. A clear NO
+  (``llm.replies.yes_no``) ends the question when at least ``scope_unmatched_share`` of the question's
+  content words name no table, column or stored value (``scope_terms.py``): a small model says NO to hard
+  questions too, and those name the data. Anything else, a failed or cut-off call included, leaves the
+  outcome as it was; ``report.scope`` says what was found.
 
 The message says what to do (ask about what the tables hold, and names them) and states nothing the model
 made up as a fact: not the constants of an answer, and the model's NO only as what the model said.
@@ -33,12 +35,13 @@ import time
 from ..errors import LLMError, NoDataError, QuestionTimeoutError
 from ..failures import SCHEMA_NAME_CLASSES, data_change, error_class, missing_name
 from ..llm.replies import yes_no
-from ..report import VerificationReport
+from ..report import ScopeCheck, VerificationReport
 from ..schema import Schema
 from .common.grouping import capped_list
 from .context import QuestionContext
 from .repair import resembles
 from .scope_prompts import SCOPE_MAX_TOKENS, scope_messages
+from .scope_terms import unmatched_words
 
 SHOWN_TABLES = 12  # table names listed in the message; more are counted
 _ALIAS_ERROR = re.compile(r"missing from-clause entry", re.IGNORECASE)
@@ -99,8 +102,10 @@ def data_changes(report: VerificationReport) -> tuple[str, ...] | None:
     return _most(report, [data_change(c.status, c.error) for c in report.candidates])
 
 
-def _model_says_no(ctx: QuestionContext) -> bool:
-    """With ``scope_check``: the model, asked once at temperature 0, says the schema does not hold the data."""
+def _scope_refused(ctx: QuestionContext) -> bool:
+    """With ``scope_check``: the model, asked once at temperature 0, says the schema does not hold the data, and
+    at least ``scope_unmatched_share`` of the question's content words name nothing in the database
+    (``scope_terms``). What it found is ``report.scope``."""
     if not ctx.options.checks_scope(ctx.llm.name) or ctx.deadline.expired:
         return False
     start = time.perf_counter()
@@ -108,12 +113,35 @@ def _model_says_no(ctx: QuestionContext) -> bool:
         reply = ctx.ask(scope_messages(ctx.schema_text, ctx.question), "scope", max_tokens=SCOPE_MAX_TOKENS)
     except (LLMError, QuestionTimeoutError) as error:
         ctx.note(f"the scope check was not done: {error}")
+        ctx.report.scope = ScopeCheck(said="failed")
         return False
     finally:
         ctx.report.timings["scope"] = round(time.perf_counter() - start, 4)
     verdict = yes_no(reply.text)
     ctx.note("scope check: the model said " + {True: "YES", False: "NO", None: "neither YES nor NO"}[verdict])
-    return verdict is False
+    if verdict is not False:
+        ctx.report.scope = ScopeCheck(said="unclear" if verdict is None else "yes")
+        return False
+    try:
+        words, unmatched = unmatched_words(ctx)
+    except QuestionTimeoutError as error:
+        ctx.note(f"the question's words were not looked up: {error}")
+        ctx.report.scope = ScopeCheck(said="no")
+        return False
+    check = ScopeCheck(said="no", words=list(words), unmatched=list(unmatched))
+    check.ended = check.unmatched_share >= ctx.options.scope_unmatched_share
+    ctx.report.scope = check
+    if not check.ended:
+        ctx.note(f"the model's NO is not taken: {len(unmatched)} of the question's {len(words)} words name nothing "
+                 f"in the database (at least {ctx.options.scope_unmatched_share:.0%} must)")
+    return check.ended
+
+
+def _unmatched_text(ctx: QuestionContext) -> str:
+    """``; the words ... name nothing in it`` for the message, from ``report.scope``."""
+    check = ctx.report.scope
+    names = list(dict.fromkeys(check.unmatched)) if check else []
+    return f"; its words {', '.join(repr(n) for n in names)} name no table, column or stored value" if names else ""
 
 
 def check_unanswered(ctx: QuestionContext) -> None:
@@ -128,8 +156,9 @@ def check_unanswered(ctx: QuestionContext) -> None:
         names = f" ({', '.join(missing)})" if missing else ""
         raise no_data(ctx, "most queries written for it ask for a table or column the database does not "
                            f"have{names}", missing)
-    if _model_says_no(ctx):
-        raise no_data(ctx, "no query ran, and asked whether the schema holds this data, the model said no")
+    if _scope_refused(ctx):
+        raise no_data(ctx, "no query ran, and asked whether the schema holds this data, the model said no"
+                           + _unmatched_text(ctx))
 
 
 def check_answer(ctx: QuestionContext) -> None:
@@ -137,6 +166,6 @@ def check_answer(ctx: QuestionContext) -> None:
     it is below ``probable`` and the model says the schema does not hold the data; else nothing."""
     if any(e.check == "tables" and e.verdict == "against" for e in ctx.report.evidence):
         raise no_data(ctx, "the answer reads no table (it is built only from values the model wrote)")
-    if not ctx.report.at_least("probable") and _model_says_no(ctx):
+    if not ctx.report.at_least("probable") and _scope_refused(ctx):
         raise no_data(ctx, f"the answer is only {ctx.report.confidence}, and asked whether the schema holds this "
-                           "data, the model said no")
+                           "data, the model said no" + _unmatched_text(ctx))
