@@ -204,6 +204,7 @@ def test_readme_states_the_replayed_figures(name):
 
 def replay_spider(folder: str, model: str, strategies: str, tmp_path: Path, n: int = 200) -> tuple[str, Path]:
     """``bench spider`` replayed from a copy of ``benchmarks/runs/<folder>``'s cache: its stdout and output folder."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     cache = tmp_path / "llm-cache.sqlite"
     shutil.copy(ROOT / "benchmarks" / "runs" / folder / "llm-cache.sqlite", cache)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIEDSQL_LLM_", "OPENAI_"))}
@@ -245,12 +246,10 @@ SCOPE_PRINTED = re.compile(r"^(\S+)\s+n=(\d+)\s+(.*); verified: (\d+)$", re.MULT
 OUTCOMES = ("no-data", "no-answer", "unverified", "doubtful", "probable", "verified")
 
 
-@pytest.mark.timeout(900)
-@pytest.mark.parametrize("name", sorted(SCOPE_RUNS))
-def test_the_scope_table_replays(name, tmp_path):
-    """The README's out-of-scope table rows of the run's model (questions and each outcome per strategy) equal a
-    replay of its cache."""
-    model, label = SCOPE_RUNS[name]
+def replay_scope(name: str, tmp_path: Path, strategies: str | None = None) -> tuple[str, Path]:
+    """``bench scope`` replayed from a copy of ``benchmarks/runs/<name>``'s cache: its stdout and records file."""
+    model, _ = SCOPE_RUNS[name]
+    tmp_path.mkdir(parents=True, exist_ok=True)
     cache = tmp_path / "llm-cache.sqlite"
     shutil.copy(ROOT / "benchmarks" / "runs" / name / "llm-cache.sqlite", cache)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIEDSQL_LLM_", "OPENAI_"))}
@@ -258,18 +257,29 @@ def test_the_scope_table_replays(name, tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "verifiedsql.cli", "bench", "scope", "--model", model, "--replay",
          "--cache", str(cache), "--out", str(tmp_path / "out"), "--data", str(SPIDER), "--quiet",
-         "--questions", str(ROOT / "benchmarks" / "out_of_scope.json")],
+         "--questions", str(ROOT / "benchmarks" / "out_of_scope.json"),
+         *(["--strategies", strategies] if strategies else [])],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=840)
     assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout, next((tmp_path / "out").glob("*.jsonl"))
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", sorted(SCOPE_RUNS))
+def test_the_scope_table_replays(name, tmp_path):
+    """The README's out-of-scope table rows of the run's model (questions and each outcome per strategy) equal a
+    replay of its cache."""
+    _, label = SCOPE_RUNS[name]
+    stdout, _ = replay_scope(name, tmp_path)
     printed = {}
-    for strategy, questions, counts, _ in SCOPE_PRINTED.findall(done.stdout):
+    for strategy, questions, counts, _ in SCOPE_PRINTED.findall(stdout):
         found = dict(part.rsplit(" ", 1) for part in counts.split(", ") if part)
         printed[strategy] = (questions, *(found.get(outcome, "0") for outcome in OUTCOMES))
     section = README.read_text("utf-8").split("#### Questions the data cannot answer", 1)[1]
     stated = {row[0]: tuple(row[1:]) for row in re.findall(
         rf"^\| {label} \| ([\w+-]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", section,
         re.MULTILINE)}
-    assert printed and stated == printed, (stated, done.stdout)
+    assert printed and stated == printed, (stated, stdout)
 
 
 # --------------------------------------------------- schema facts in the refinement prompt, on the same pool
@@ -313,10 +323,16 @@ def test_the_adaptive_table_replays(model, tmp_path):
     assert stated and stated == printed, (stated, stdout)
 
 
-@pytest.mark.timeout(900)
-def test_the_scope_check_in_scope_table_replays(tmp_path):
-    """The README's in-scope cost of the scope check (EX, NoDataError, calls/q, tokens/q) equals a replay."""
-    stdout, out = replay_spider("spider-sqlite-0.5b-n200", "0.5b", "default,default+scope", tmp_path)
+@pytest.mark.timeout(1200)
+def test_the_scope_check_in_scope_table_and_its_fit_replay(tmp_path):
+    """The README's in-scope cost of the scope check (EX, NoDataError, calls/q, tokens/q) equals a replay, and
+    so does its table of ``bench scope-fit`` (the share fitted on one half, with the out-of-scope set)."""
+    from verifiedsql.bench.scope_fit import ALONE, fit_share, render
+    from verifiedsql.bench.stages import load_records
+    from verifiedsql.config import Options
+
+    stdout, out = replay_spider("spider-sqlite-0.5b-n200", "0.5b", f"default,default+scope,{ALONE}",
+                                tmp_path / "spider")
     records = [json.loads(line) for path in out.glob("*.jsonl") for line in path.read_text("utf-8").splitlines()]
     printed = {}
     for m in PRINTED.findall(stdout):
@@ -328,6 +344,14 @@ def test_the_scope_check_in_scope_table_replays(tmp_path):
                       re.MULTILINE)
     stated = {strategy: (int(n), ex, int(refused), per_q, tokens) for strategy, n, ex, refused, per_q, tokens in rows}
     assert stated and stated == printed, (stated, stdout)
+
+    _, scope_records = replay_scope("scope-sqlite-0.5b", tmp_path / "scope", ALONE)
+    fitted, share_rows = fit_share(load_records(next(out.glob("*.jsonl"))), load_records(scope_records))
+    assert fitted == Options().scope_unmatched_share
+    table = render(fitted, share_rows, 200).split("\n\n", 1)[1].splitlines()
+    stated_fit = [line.strip() for line in section.splitlines()
+                  if re.match(r"\s*\| ([01]\.\d\d( \(fitted\))?|share) \|", line)]
+    assert table[2:] == stated_fit[1:] and table[0] == stated_fit[0], (stated_fit, table)
 
 
 # ------------------------------------------------- which stages are on by default (bench stages), replayed

@@ -97,7 +97,8 @@ def run_scope_fit_command(args: argparse.Namespace) -> int:
     spider = load_records(args.records)
     out_of_scope = load_records(args.out_of_scope) if args.out_of_scope else {}
     fitted, rows = fit_share(spider, out_of_scope, args.seed)
-    print(render(fitted, rows, len(spider.get(ALONE, {})), args.seed))
+    questions = sum(r.get("status") != "llm_error" for r in spider.get(ALONE, {}).values())
+    print(render(fitted, rows, questions, args.seed))
     return 0
 
 
