@@ -123,7 +123,7 @@ def test_values_are_read_by_bounded_distinct_scans_until_every_word_matches(shop
     assert scans == [scan.format("name"), scan.format("country")]
 
 
-def test_a_failed_read_leaves_its_words_unmatched(shop, monkeypatch):
+def test_a_failed_read_keeps_the_answer(shop, monkeypatch):
     run_query = Database.run_query
 
     def failing(self, sql, **kwargs):
@@ -132,9 +132,21 @@ def test_a_failed_read_leaves_its_words_unmatched(shop, monkeypatch):
         return run_query(self, sql, **kwargs)
 
     monkeypatch.setattr(Database, "run_query", failing)
-    with pytest.raises(NoDataError) as info:  # brazil is found in no read: 1 of 2 words, at the share of 0.5
-        ask(shop, IN_DATA, saying_no(), candidates=1, scope_check=True)
-    assert info.value.report.scope.unmatched == ["brazil"]
+    rows, report, _ = ask(shop, IN_DATA, saying_no(), candidates=1, scope_check=True)
+    scope = report.scope  # brazil is found in no read: it might be in one that failed
+    assert len(rows) == 2 and scope.unmatched == ["brazil"] and not scope.complete and not scope.ended
+    assert any("the stored values could not all be read" in note for note in report.notes)
+
+
+def test_the_cap_on_columns_read_keeps_the_answer(shop, monkeypatch):
+    import verifiedsql.stages.scope_terms as scope_terms
+
+    monkeypatch.setattr(scope_terms, "VALUE_COLUMNS", 1)  # customers.name only: brazil is in customers.country
+    rows, report, _ = ask(shop, IN_DATA, saying_no(), candidates=1, scope_check=True)
+    assert len(rows) == 2 and not report.scope.complete and not report.scope.ended
+    with pytest.raises(NoDataError):  # every word matches a name: no value is read, and a share of 0 takes the NO
+        ask(shop, "Which customers are there?", saying_no(), candidates=1, scope_check=True,
+            scope_unmatched_share=0.0)
 
 
 def test_the_words_are_not_looked_up_without_a_no(shop):

@@ -213,6 +213,7 @@ class ScopeCheck:
     said: ScopeReply
     words: list[str] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
+    complete: bool = True  # every stored value was read where a word was left (else the NO is not taken)
     ended: bool = False
 
     @property

@@ -123,17 +123,20 @@ def _scope_refused(ctx: QuestionContext) -> bool:
         ctx.report.scope = ScopeCheck(said="unclear" if verdict is None else "yes")
         return False
     try:
-        words, unmatched = unmatched_words(ctx)
+        match = unmatched_words(ctx)
     except QuestionTimeoutError as error:
         ctx.note(f"the question's words were not looked up: {error}")
-        ctx.report.scope = ScopeCheck(said="no")
+        ctx.report.scope = ScopeCheck(said="no", complete=False)
         return False
-    check = ScopeCheck(said="no", words=list(words), unmatched=list(unmatched))
-    check.ended = check.unmatched_share >= ctx.options.scope_unmatched_share
+    check = ScopeCheck(said="no", words=list(match.words), unmatched=list(match.unmatched), complete=match.complete)
+    check.ended = match.complete and check.unmatched_share >= ctx.options.scope_unmatched_share
     ctx.report.scope = check
-    if not check.ended:
-        ctx.note(f"the model's NO is not taken: {len(unmatched)} of the question's {len(words)} words name nothing "
-                 f"in the database (at least {ctx.options.scope_unmatched_share:.0%} must)")
+    if not match.complete:
+        ctx.note("the model's NO is not taken: the stored values could not all be read, so the question's words "
+                 f"{', '.join(repr(w) for w in dict.fromkeys(match.unmatched))} may be stored")
+    elif not check.ended:
+        ctx.note(f"the model's NO is not taken: {len(match.unmatched)} of the question's {len(match.words)} words "
+                 f"name nothing in the database (at least {ctx.options.scope_unmatched_share:.0%} must)")
     return check.ended
 
 

@@ -11,14 +11,16 @@ Words are matched loosely, so that a question's wording finds the schema's: the 
 ``PetType``). Stored values are read only while some word is still unmatched, column by column, each by one
 bounded read-only query through ``ctx.query`` (both safety layers, capped by the time left): at most
 ``SCAN_ROWS`` rows of a column and ``VALUE_DISTINCT`` distinct values, and at most ``VALUE_COLUMNS`` columns
-a question. A read that fails is skipped, which can only leave a word unmatched, so a failing read never
-makes the check refuse more than it would with the model's NO alone.
+a question. When a word is left unmatched and some column could not be read (a read failed, the cap or the
+time left stopped the reads), the match is incomplete (``WordMatch.complete``), and the scope check does not
+end the question on it: a word in an unread column would have matched.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from sqlglot import exp
 
@@ -28,7 +30,7 @@ from .common.catalog import Catalog
 from .common.values import distinct_scan, holds_text
 from .context import QuestionContext
 
-VALUE_COLUMNS = 60  # text columns whose values one question may read
+VALUE_COLUMNS = 200  # text columns whose values one question may read
 VALUE_DISTINCT = 2_000  # distinct values that one read returns
 READ_TIMEOUT_S = 5.0  # one read (also capped by statement_timeout_s and the time left)
 MIN_LEFT_S = 2.0  # with less of the question's time left, no value is read
@@ -105,23 +107,37 @@ def schema_words(schema: Schema) -> Iterator[str]:
             yield from words_of(column.name)
 
 
-def unmatched_words(ctx: QuestionContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The question's content words, and those of them (in order, repeats kept) that match no table or column
-    name and no stored text value."""
+@dataclass(frozen=True)
+class WordMatch:
+    """The question's content words, those of them (in order, repeats kept) that matched no table or column name
+    and no stored text value, and whether every text column's values could be read where a word was left."""
+
+    words: tuple[str, ...]
+    unmatched: tuple[str, ...]
+    complete: bool
+
+
+def unmatched_words(ctx: QuestionContext) -> WordMatch:
+    """Match the question's content words against the schema's names, then its stored values."""
     words = content_words(ctx.question)
     vocabulary = _Vocabulary()
     vocabulary.add(schema_words(ctx.schema))
     left = [w for w in dict.fromkeys(words) if not vocabulary.matches(w)]
+    complete = True
     for values in _stored_words(ctx) if left else ():
+        if values is None:
+            complete = False
+            continue
         vocabulary.add(values)
         left = [w for w in left if not vocabulary.matches(w)]
         if not left:
             break
-    return words, tuple(w for w in words if w in left)
+    return WordMatch(words, tuple(w for w in words if w in left), complete or not left)
 
 
-def _stored_words(ctx: QuestionContext) -> Iterator[set[str]]:
-    """The words of each text column's stored values, one column at a time, while time and the cap allow."""
+def _stored_words(ctx: QuestionContext) -> Iterator[set[str] | None]:
+    """The words of each text column's stored values, one column at a time; None for a column whose read failed,
+    and a last None when the cap or the time left stops the reads."""
     profile = ctx.database.profile
     catalog = Catalog(ctx.schema, profile.name)
     read = 0
@@ -130,6 +146,7 @@ def _stored_words(ctx: QuestionContext) -> Iterator[set[str]]:
             if not holds_text(column):
                 continue
             if read >= VALUE_COLUMNS or ctx.deadline.remaining() < MIN_LEFT_S:
+                yield None
                 return
             read += 1
             node = exp.Table(this=catalog.ident(catalog.bare(table)))
@@ -139,6 +156,6 @@ def _stored_words(ctx: QuestionContext) -> Iterator[set[str]]:
             try:
                 rows = ctx.query(query, timeout_s=READ_TIMEOUT_S, doing="reading stored values (scope check)").rows
             except _READ_ERRORS:
+                yield None
                 continue
             yield {word for (value,) in rows if isinstance(value, str) for word in words_of(value)}
-
