@@ -46,11 +46,13 @@ EXPECTED: dict[str, dict[str, tuple[int, str, str, int]]] = {
         "self-consistency": (64, "50.0", "53.1", 8029),
         "self-consistency+repair": (64, "60.9", "70.3", 6066),
         "default": (64, "59.4", "70.3", 6066),
+        "default+scope": (64, "59.4", "70.3", 6418),
     },
     "spider-postgresql-0.5b-n200": {  # all 189 questions with a dump
         "self-consistency+repair": (189, "52.9", "62.4", 5759),
         "default": (189, "52.9", "61.9", 5759),
         "greedy+repair": (189, "52.9", "52.9", 1066),
+        "default+scope": (189, "52.9", "61.9", 6125),
     },
     "spider-sqlite-0.5b-dpc": {
         "self-consistency": (200, "51.0", "55.5", 6906),

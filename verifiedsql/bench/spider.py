@@ -139,7 +139,8 @@ def _stage_fields(report: VerificationReport | None) -> dict[str, Any]:
     if report.scope is not None:
         scope = report.scope
         fields["scope"] = {"said": scope.said, "unmatched": list(scope.unmatched), "words": len(scope.words),
-                           "unmatched_share": round(scope.unmatched_share, 4), "ended": scope.ended}
+                           "unmatched_share": round(scope.unmatched_share, 4), "complete": scope.complete,
+                           "ended": scope.ended}
     return fields
 
 
