@@ -141,7 +141,8 @@ def _scope_refused(ctx: QuestionContext) -> bool:
 
 
 def _unmatched_text(ctx: QuestionContext) -> str:
-    """``; the words ... name nothing in it`` for the message, from ``report.scope``."""
+    """``; its words 'a', 'b' name no table, column or stored value`` for the message (``report.scope``'s
+    unmatched words; empty when there are none)."""
     check = ctx.report.scope
     names = list(dict.fromkeys(check.unmatched)) if check else []
     return f"; its words {', '.join(repr(n) for n in names)} name no table, column or stored value" if names else ""
@@ -149,7 +150,8 @@ def _unmatched_text(ctx: QuestionContext) -> str:
 
 def check_unanswered(ctx: QuestionContext) -> None:
     """No candidate ran: ``NoDataError`` when most candidates change data, or name a table or column the
-    database does not have, or (``scope_check``) when the model says the schema does not hold the data; else nothing."""
+    database does not have, or (``scope_check``) when the model says the schema does not hold the data and the
+    question's words name nothing in it; else nothing."""
     changes = data_changes(ctx.report)
     if changes is not None:
         raise no_data(ctx, f"it asks to change the database (the queries written for it are {', '.join(changes)} "
@@ -166,7 +168,8 @@ def check_unanswered(ctx: QuestionContext) -> None:
 
 def check_answer(ctx: QuestionContext) -> None:
     """The answer has its evidence and tier: ``NoDataError`` when it reads no table, or (``scope_check``) when
-    it is below ``probable`` and the model says the schema does not hold the data; else nothing."""
+    it is below ``probable``, the model says the schema does not hold the data and the question's words name
+    nothing in it; else nothing."""
     if any(e.check == "tables" and e.verdict == "against" for e in ctx.report.evidence):
         raise no_data(ctx, "the answer reads no table (it is built only from values the model wrote)")
     if not ctx.report.at_least("probable") and _scope_refused(ctx):
