@@ -91,14 +91,13 @@ def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_scope_fit_command(args: argparse.Namespace) -> int:
-    from .scope_fit import ALONE, fit_share, render
+    from .scope_fit import answered, fit_share, render
     from .stages import load_records
 
     spider = load_records(args.records)
     out_of_scope = load_records(args.out_of_scope) if args.out_of_scope else {}
     fitted, rows = fit_share(spider, out_of_scope, args.seed)
-    questions = sum(r.get("status") != "llm_error" for r in spider.get(ALONE, {}).values())
-    print(render(fitted, rows, questions, args.seed))
+    print(render(fitted, rows, len(answered(spider)), args.seed))
     return 0
 
 

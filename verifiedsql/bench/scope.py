@@ -40,7 +40,8 @@ from .spider import DEFAULT_CACHE, DEFAULT_OUT, SpiderConfig, file_name, report_
 DEFAULT_QUESTIONS = Path("benchmarks/out_of_scope.json")
 KINDS = ("general-knowledge", "missing-table", "missing-column", "other-task")
 OUTCOMES = ("no-data", "no-answer", *CONFIDENCE_TIERS, "timeout", "model-error")
-# the same candidates throughout; default and default+scope are the library's defaults with the 0.5B and 1.5B
+# the same candidates throughout; default+scope is the library's default with the embedded models, and
+# default+scope-alone the same scope requests with the model's NO deciding alone (bench scope-fit reads it)
 DEFAULT_STRATEGIES = ["greedy+repair", "self-consistency+repair", "self-consistency+repair+scope", "default",
                       "default+scope", "default+scope-alone"]
 

@@ -49,9 +49,14 @@ def _kept(record: dict[str, Any], share: float) -> bool:
 Records = Mapping[str, Mapping[int, dict[str, Any]]]  # strategy -> question id -> record (stages.load_records)
 
 
+def answered(spider: Records) -> dict[int, dict[str, Any]]:
+    """The ``ALONE`` records of the questions that were answered from the model (a replay miss is left out)."""
+    return {i: r for i, r in spider.get(ALONE, {}).items() if r.get("status") != "llm_error"}
+
+
 def fit_share(spider: Records, out_of_scope: Records | None = None, seed: int = 0) -> tuple[float, list[ShareRow]]:
     """The fitted share and the row of every share of ``SHARES``."""
-    alone = {i: r for i, r in spider.get(ALONE, {}).items() if r.get("status") != "llm_error"}
+    alone = answered(spider)
     right = {i: bool(r.get("correct")) for i, r in spider.get(WITHOUT, {}).items()}
     fit_ids, report_ids = halves(alone, seed)
     scope_alone = list((out_of_scope or {}).get(ALONE, {}).values())

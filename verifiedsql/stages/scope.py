@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 
 from ..errors import LLMError, NoDataError, QuestionTimeoutError
 from ..failures import SCHEMA_NAME_CLASSES, data_change, error_class, missing_name
@@ -133,19 +134,25 @@ def _scope_refused(ctx: QuestionContext) -> bool:
     ctx.report.scope = check
     if not match.complete:
         ctx.note("the model's NO is not taken: the stored values could not all be read, so the question's words "
-                 f"{', '.join(repr(w) for w in dict.fromkeys(match.unmatched))} may be stored")
+                 f"{_quoted(match.unmatched)} may be stored")
     elif not check.ended:
         ctx.note(f"the model's NO is not taken: {len(match.unmatched)} of the question's {len(match.words)} words "
                  f"name nothing in the database (at least {ctx.options.scope_unmatched_share:.0%} must)")
     return check.ended
 
 
+def _quoted(words: Sequence[str]) -> str:
+    """``'a', 'b'``: each distinct word once, in order."""
+    return ", ".join(repr(word) for word in dict.fromkeys(words))
+
+
 def _unmatched_text(ctx: QuestionContext) -> str:
     """``; its words 'a', 'b' name no table, column or stored value`` for the message (``report.scope``'s
     unmatched words; empty when there are none)."""
     check = ctx.report.scope
-    names = list(dict.fromkeys(check.unmatched)) if check else []
-    return f"; its words {', '.join(repr(n) for n in names)} name no table, column or stored value" if names else ""
+    if check is None or not check.unmatched:
+        return ""
+    return f"; its words {_quoted(check.unmatched)} name no table, column or stored value"
 
 
 def check_unanswered(ctx: QuestionContext) -> None:

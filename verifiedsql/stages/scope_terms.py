@@ -76,27 +76,21 @@ def content_words(question: str) -> tuple[str, ...]:
     return tuple(w for w in words_of(question) if len(w) >= MIN_WORD and w not in STOP_WORDS)
 
 
-class _Vocabulary:
-    """Words seen in the database so far, and the test of a question word against them."""
+def _unmatched(words: Iterable[str], known: Iterable[str]) -> list[str]:
+    """The ``words`` that match none of the ``known`` words: not the same word, not the same stem, and not a stem
+    of PREFIX_MIN letters or more that begins the other. Matching is per known word, so a word's match
+    against several batches of known words is its match against any one of them."""
+    known = set(known)
+    stems = {stem(k) for k in known}
+    long = [k for k in known if len(k) >= PREFIX_MIN]
 
-    def __init__(self) -> None:
-        self.words: set[str] = set()
-        self.stems: set[str] = set()
-        self.long: set[str] = set()  # words of PREFIX_MIN letters or more
-
-    def add(self, words: Iterable[str]) -> None:
-        for word in words:
-            if word not in self.words:
-                self.words.add(word)
-                self.stems.add(stem(word))
-                if len(word) >= PREFIX_MIN:
-                    self.long.add(word)
-
-    def matches(self, word: str) -> bool:
+    def matches(word: str) -> bool:
         root = stem(word)
-        if word in self.words or root in self.stems:
+        if word in known or root in stems:
             return True
-        return len(root) >= PREFIX_MIN and any(known.startswith(root) or root.startswith(known) for known in self.long)
+        return len(root) >= PREFIX_MIN and any(k.startswith(root) or root.startswith(k) for k in long)
+
+    return [w for w in words if not matches(w)]
 
 
 def schema_words(schema: Schema) -> Iterator[str]:
@@ -120,16 +114,13 @@ class WordMatch:
 def unmatched_words(ctx: QuestionContext) -> WordMatch:
     """Match the question's content words against the schema's names, then its stored values."""
     words = content_words(ctx.question)
-    vocabulary = _Vocabulary()
-    vocabulary.add(schema_words(ctx.schema))
-    left = [w for w in dict.fromkeys(words) if not vocabulary.matches(w)]
+    left = _unmatched(dict.fromkeys(words), schema_words(ctx.schema))
     complete = True
     for values in _stored_words(ctx) if left else ():
         if values is None:
             complete = False
             continue
-        vocabulary.add(values)
-        left = [w for w in left if not vocabulary.matches(w)]
+        left = _unmatched(left, values)  # each column's words once, against the words still left
         if not left:
             break
     return WordMatch(words, tuple(w for w in words if w in left), complete or not left)
