@@ -8,6 +8,7 @@ from fakes import ask, context, fenced
 
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
+from verifiedsql.stages.common.catalog import Catalog
 from verifiedsql.stages.pvsql.grounding import (
     ground_values,
     lookup_sql,
@@ -47,22 +48,35 @@ def test_grounding_on_every_engine(shop_engine):
     assert checksum(shop_engine) == before
 
 
+def lookup(db: Database, table: str, column: str, terms: list[str]) -> str:
+    """``lookup_sql`` for ``table.column`` of ``db``'s reflected schema."""
+    schema = db.reflect()
+    found = schema.table(table)
+    assert found is not None
+    return lookup_sql(Catalog(schema, db.profile.name), db.profile.sqlglot_dialect, found, column, terms)
+
+
 def test_lookup_sql_follows_the_dialect(shop_engine):
     db = database(shop_engine)
-    sql = lookup_sql(db, "customers", "country", ["brazil", "US"])
+    sql = lookup(db, "customers", "country", ["brazil", "US"])
     if shop_engine.dialect.name == "sqlite":
-        assert "LOWER(v) LIKE '%brazil%' OR LOWER(v) LIKE 'us'" in sql and "ILIKE" not in sql
+        assert "LOWER(v) LIKE LOWER('%brazil%') OR LOWER(v) LIKE LOWER('US')" in sql and "ILIKE" not in sql
     else:
         assert "v ILIKE '%brazil%' OR v ILIKE 'US'" in sql
     assert "LIMIT 10000) AS s" in sql and sql.endswith("LIMIT 20")
     assert db.run_query(sql).rows == (("Brazil",),)
 
 
-def test_lookup_escapes_quotes_and_quotes_identifiers(shop_engine):
+def test_lookup_escapes_quotes_and_quotes_reserved_words(shop_engine):
+    """A term's quote is escaped as the dialect writes it, and a column or table named by a reserved word is
+    quoted, so the lookup runs on every engine and finds the stored value."""
+    with shop_engine.begin() as conn:
+        conn.execute(sa.text('CREATE TABLE "order" (id INTEGER PRIMARY KEY, "select" VARCHAR(20))'))
+        conn.execute(sa.text('INSERT INTO "order" (id, "select") VALUES (1, \'O\'\'Brien\')'))
     db = database(shop_engine)
-    sql = lookup_sql(db, "customers", "select", ["O'Brien"])
-    assert "'%o''brien%'" in sql.lower()
-    assert '"select"' in sql
+    sql = lookup(db, "order", "select", ["O'Brien"])
+    assert '"select"' in sql and '"order"' in sql
+    assert db.run_query(sql).rows == (("O'Brien",),)
 
 
 def test_no_terms_means_no_queries(monkeypatch, tmp_path):

@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import pytest
 import sqlalchemy as sa
-from fakes import ScriptedChatModel, ask, fenced
+from fakes import ScriptedChatModel, ask, context, fenced
 
 from verifiedsql.config import Options
 from verifiedsql.database import Database
 from verifiedsql.errors import ConfigurationError, NoDataError, QueryError
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.schema import Column, Schema, Table
-from verifiedsql.stages.scope_terms import VALUE_DISTINCT, content_words, schema_words, stem, words_of
+from verifiedsql.stages.scope_terms import (
+    VALUE_DISTINCT,
+    content_words,
+    schema_words,
+    stem,
+    unmatched_words,
+    words_of,
+)
 
 BRAZIL = "SELECT name FROM customers WHERE country = 'Brazil' ORDER BY name"
 IN_DATA = "Which customers are from Brazil?"  # customers: a table; brazil: a stored value
@@ -80,6 +87,16 @@ def test_a_question_whose_words_name_nothing_ends_in_no_data(shop_engine):
     assert "the model said no; its words 'won', 'world', 'cup' name no table, column or stored value" in message
     scope = info.value.report.scope
     assert scope.ended and scope.unmatched == ["won", "world", "cup"] and scope.unmatched_share == 1.0
+
+
+def test_a_table_and_column_named_by_reserved_words_are_read(shop_engine):
+    """The stored values of ``"order"."select"`` are read on every engine (the names are quoted), so a word
+    stored only there matches and every column could be read."""
+    with shop_engine.begin() as conn:
+        conn.execute(sa.text('CREATE TABLE "order" (id INTEGER PRIMARY KEY, "select" VARCHAR(20))'))
+        conn.execute(sa.text('INSERT INTO "order" (id, "select") VALUES (1, \'Zanzibar\')'))
+    match = unmatched_words(context(Database(shop_engine, Options()), "Which customers come from Zanzibar?"))
+    assert "zanzibar" in match.words and "zanzibar" not in match.unmatched and match.complete
 
 
 # ------------------------------------------------------------------------------------------ the option

@@ -22,8 +22,6 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from sqlglot import exp
-
 from ..errors import QueryError, QueryTimeoutError, UnsafeSQLError
 from ..schema import Schema
 from .common.catalog import Catalog
@@ -140,10 +138,8 @@ def _stored_words(ctx: QuestionContext) -> Iterator[set[str] | None]:
                 yield None
                 return
             read += 1
-            node = exp.Table(this=catalog.ident(catalog.bare(table)))
-            if table.namespace:
-                node.set("db", catalog.ident(table.namespace))
-            query = distinct_scan(catalog.ident(column.name), node, VALUE_DISTINCT).sql(dialect=profile.sqlglot_dialect)
+            query = distinct_scan(catalog.ident(column.name), catalog.table_node(table),
+                                  VALUE_DISTINCT).sql(dialect=profile.sqlglot_dialect)
             try:
                 rows = ctx.query(query, timeout_s=READ_TIMEOUT_S, doing="reading stored values (scope check)").rows
             except _READ_ERRORS:

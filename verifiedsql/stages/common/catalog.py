@@ -1,18 +1,31 @@
 """The reflected schema as the SQL on it sees it, with the engine's name rules: tables and columns by name,
 the many-to-one and one-to-many links between tables (declared foreign keys, and key naming), the sources
 of a query scope, identifiers the engine resolves to a schema name, and the edit distance between names or
-values. Shared by the deterministic repair (``stages/repair.py``) and the literal checks
-(``stages/literals.py``)."""
+values. Shared by the deterministic repair (``stages/repair.py``), the literal checks (``stages/literals.py``),
+the scope check's value reads (``stages/scope_terms.py``) and value grounding (``stages/pvsql/grounding.py``)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
+from sqlalchemy.dialects import registry
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from ...schema import Column, ForeignKey, Schema, Table
+
+
+@cache
+def reserved_words(engine: str) -> frozenset[str]:
+    """The engine's reserved words in lower case, as its SQLAlchemy dialect quotes them (empty for a dialect
+    that is not installed)."""
+    try:
+        preparer = registry.load(engine).preparer
+    except Exception:  # noqa: BLE001 - any failure to load the dialect means no list to go by
+        return frozenset()
+    return frozenset(word.lower() for word in preparer.reserved_words)
 
 
 class Catalog:
@@ -52,10 +65,19 @@ class Catalog:
         return table.column(name)
 
     def ident(self, name: str) -> exp.Identifier:
-        """An identifier the engine resolves to exactly ``name`` (quoted where case or characters need it)."""
+        """An identifier the engine resolves to exactly ``name`` (quoted where case, characters or one of the
+        engine's reserved words need it: a table ``order`` is read as ``"order"``)."""
         plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None
         folded = name.lower() if self.engine == "postgresql" else name
-        return exp.to_identifier(name, quoted=not plain or folded != name)
+        reserved = name.lower() in reserved_words(self.engine)
+        return exp.to_identifier(name, quoted=not plain or folded != name or reserved)
+
+    def table_node(self, table: Table) -> exp.Table:
+        """``table`` as a FROM names it: its bare name, qualified by its namespace when it has one."""
+        node = exp.Table(this=self.ident(self.bare(table)))
+        if table.namespace:
+            node.set("db", self.ident(table.namespace))
+        return node
 
     def referenced(self, table: Table, fk: ForeignKey) -> Table | None:
         return self.table(fk.referred_table)

@@ -1,22 +1,24 @@
 """Deterministic value grounding: literals of the question looked up in the database's text columns.
 
 ``question_terms`` picks the literals (quoted strings, capitalised terms not at a sentence start, numbers,
-dates); ``ground_values`` runs one bounded, read-only query per text column (through ``run_query``, so
-both safety layers) and classifies the stored values it finds; ``render_matches`` writes them as a short
-block for the generation prompt. No model is involved.
+dates); ``ground_values`` runs one bounded, read-only query per text column (``common/values.distinct_scan``,
+through ``ctx.query``, so both safety layers) and classifies the stored values it finds; ``render_matches``
+writes them as a short block for the generation prompt. No model is involved.
 """
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from ...config import Options
-from ...database import Database
 from ...errors import QueryError, QueryTimeoutError, UnsafeSQLError
 from ...report import MatchKind, ValueMatch
 from ...schema import Schema, Table
+from ..common.catalog import Catalog
 from ..common.terms import TEXT_TYPE, question_terms
+from ..common.values import distinct_scan
 from ..context import QuestionContext
 
-SCAN_ROWS = 10_000  # rows of a table one lookup may look at (never a full scan)
 ROWS_PER_COLUMN = 20  # distinct matching values one lookup may return
 MAX_COLUMNS = 40  # lookups per question
 MAX_MATCHES = 12  # matches rendered into the prompt
@@ -41,20 +43,13 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def lookup_sql(database: Database, table: str, column: str, terms: list[str]) -> str:
-    """One bounded query for the distinct values of ``table.column`` that may match any term: ILIKE
-    where the engine has it, else ``LOWER(...) LIKE``; identifiers quoted by SQLAlchemy's preparer."""
-    preparer = database.engine.dialect.identifier_preparer
-    source = database.quoted_table(table)
-    patterns = [_literal(f"%{t}%" if len(t) >= MIN_CONTAINS_CHARS else t) for t in terms]
-    if database.profile.has_ilike:
-        tests = [f"v ILIKE {p}" for p in patterns]
-    else:
-        tests = [f"LOWER(v) LIKE {p.lower()}" for p in patterns]
-    return (
-        f"SELECT DISTINCT v FROM (SELECT {preparer.quote(column)} AS v FROM {source} LIMIT {SCAN_ROWS}) AS s "
-        f"WHERE {' OR '.join(tests)} LIMIT {ROWS_PER_COLUMN}"
-    )
+def lookup_sql(catalog: Catalog, dialect: str, table: Table, column: str, terms: list[str]) -> str:
+    """One bounded query for the distinct values of ``table.column`` that may match any term, case-insensitively
+    (``ILIKE``, which sqlglot writes as ``LOWER(...) LIKE LOWER(...)`` where the engine has no ILIKE)."""
+    patterns = [exp.Literal.string(f"%{t}%" if len(t) >= MIN_CONTAINS_CHARS else t) for t in terms]
+    matching = exp.or_(*(exp.ILike(this=exp.column("v"), expression=pattern) for pattern in patterns))
+    scan = distinct_scan(catalog.ident(column), catalog.table_node(table), ROWS_PER_COLUMN, matching)
+    return scan.sql(dialect=dialect)
 
 
 def _text_columns(schema: Schema) -> list[tuple[Table, str]]:
@@ -71,9 +66,10 @@ def ground_values(ctx: QuestionContext) -> list[ValueMatch]:
     terms = question_terms(ctx.question)
     if not terms:
         return []
+    catalog = Catalog(ctx.schema, ctx.database.profile.name)
     matches: list[ValueMatch] = []
     for table, column in _text_columns(ctx.schema):
-        sql = lookup_sql(ctx.database, table.name, column, terms)
+        sql = lookup_sql(catalog, ctx.database.profile.sqlglot_dialect, table, column, terms)
         try:
             result = ctx.query(sql, doing="a value-grounding lookup")
         except (QueryError, QueryTimeoutError, UnsafeSQLError):
