@@ -36,6 +36,7 @@ STAGE_PAIRS: tuple[tuple[str, str, str], ...] = (
     ("verify", "default+verify", "default"),
     ("dpc", "default+dpc", "default"),
     ("consensus", "default+consensus", "default"),
+    ("probe", "default+probe", "default"),
     ("review", "default+review", "default"),
     ("vet", "default+vet", "default"),
     ("compress_schema", "default+compress", "default"),

@@ -77,6 +77,8 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "default+dpc": {"candidates": 5, **DEFAULT_ON, "dpc": True},
     "default+consensus": {"candidates": 5, **DEFAULT_ON, "consensus": True},
     "default+review": {"candidates": 5, **DEFAULT_ON, "review": True},
+    # Probing changes the generation prompt, so default+probe asks for a pool of its own (five new candidates).
+    "default+probe": {"candidates": 5, **DEFAULT_ON, "probe": True},
     "default+vet": {"candidates": 5, **DEFAULT_ON, "vet": True},
     # Schema compression at its default budget: the generation prompt changes only where tables group or a
     # schema is over the budget (none of Spider's at 6,000 estimated tokens, so none of default's are new).
