@@ -67,6 +67,16 @@ def test_qualifier_moves_to_the_joined_table_that_has_the_column(shop_engine):
     assert "repair: candidate 0: T2.status -> T1.status (column of orders)" in report.summary()
 
 
+def test_a_repaired_name_that_is_a_reserved_word_is_quoted(shop_engine):
+    """A near miss of a column named ``select`` becomes ``"select"``, which runs on every engine."""
+    engine = with_tables(shop_engine, 'CREATE TABLE "order" (id INTEGER PRIMARY KEY, "select" VARCHAR(20))',
+                         'INSERT INTO "order" (id, "select") VALUES (1, \'first\')')
+    broken = 'SELECT selct FROM "order" WHERE id = 1'
+    rows, report, model = repaired(engine, broken)
+    assert rows == [("first",)]
+    assert_repaired(report, model, broken, '"select"')
+
+
 def test_a_foreign_key_name_on_the_referenced_table_becomes_its_key(shop_engine):
     broken = "SELECT T1.customer_id, T1.name FROM customers AS T1 WHERE T1.country = 'Japan'"
     rows, report, model = repaired(shop_engine, broken)

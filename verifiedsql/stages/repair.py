@@ -487,7 +487,7 @@ class _Planner:
         def apply() -> None:
             alias = self._joined(select, source, own, target, key, columns)
             for column in columns:
-                column.set("table", exp.to_identifier(alias))
+                column.set("table", self._ident(alias))
                 column.set("this", self._ident(found))
 
         kind = "one row of" if not many else "each matching row of"
@@ -526,7 +526,7 @@ class _Planner:
             table.set("db", source.node.args["db"].copy())
         if alias != base:
             table.set("alias", exp.TableAlias(this=self._ident(alias)))
-        condition = exp.EQ(this=exp.column(self._ident(own), table=exp.to_identifier(source.alias)),
+        condition = exp.EQ(this=exp.column(self._ident(own), table=source.qualifier()),
                            expression=exp.column(self._ident(key), table=self._ident(alias)))
         joins = list(select.args.get("joins") or [])
         position = self._join_position(select, source, columns)
@@ -549,7 +549,7 @@ class _Planner:
                 continue
             holders = [s for s in sources.values() if _has(self.catalog, s, ident)]
             if len(holders) == 1:
-                column.set("table", exp.to_identifier(holders[0].alias))
+                column.set("table", holders[0].qualifier())
 
     def _replace_option(self, scope: Scope, sources: dict[str, _Source], column: exp.Column) -> _Option | None:
         """With one table read, the one other table that has every column the query names from it."""
@@ -570,7 +570,7 @@ class _Planner:
 
         def apply() -> None:
             if node.args.get("alias") is None:
-                node.set("alias", exp.TableAlias(this=exp.to_identifier(node.name)))
+                node.set("alias", exp.TableAlias(this=node.this.copy()))  # the old name, quoted as written
             node.set("this", self._ident(new))
 
         return _Option(f"FROM {old} -> FROM {new} (the table with every column the query names)", apply, node)
@@ -615,12 +615,12 @@ class _Planner:
     def _rename(self, columns: list[exp.Column], source: _Source, name: str, why: str) -> _Option:
         """Every occurrence of the column becomes ``source.name``."""
         written = columns[0].sql(dialect=self.dialect)
-        new = exp.column(self._ident(name), table=exp.to_identifier(source.alias)).sql(dialect=self.dialect)
+        new = exp.column(self._ident(name), table=source.qualifier()).sql(dialect=self.dialect)
 
         def apply() -> None:
             for column in columns:
                 column.set("this", self._ident(name))
-                column.set("table", exp.to_identifier(source.alias))
+                column.set("table", source.qualifier())
 
         return _Option(f"{written} -> {new} ({why})", apply, columns[0])
 
@@ -651,7 +651,7 @@ class _Planner:
 
         def apply() -> None:
             if node.args.get("alias") is None:
-                node.set("alias", exp.TableAlias(this=exp.to_identifier(old)))
+                node.set("alias", exp.TableAlias(this=node.this.copy()))  # the old name, quoted as written
             node.set("this", self._ident(name))
 
         return _Option(f"table {old} -> {name} (the closest table name)", apply, node)

@@ -149,6 +149,15 @@ class Source:
     def known(self) -> bool:
         return self.table is not None or self.outputs is not None
 
+    def qualifier(self) -> exp.Identifier:
+        """The name that qualifies this source's columns, quoted as the query wrote it (``"order"``, ``T1``)."""
+        if self.node is not None:
+            alias = self.node.args.get("alias")
+            written = alias.this if alias is not None else self.node.this
+            if isinstance(written, exp.Identifier):
+                return written.copy()
+        return exp.to_identifier(self.alias)
+
 
 def sources(scope: Scope, catalog: Catalog) -> dict[str, Source]:
     """The scope's FROM names (lower case) and what each reads."""
