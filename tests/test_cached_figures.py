@@ -369,6 +369,8 @@ STAGES_RUNS = {  # run -> (model, sample size, cache folder, the README's lead-i
                  "default,default+vet"),  # 49 of the first 50 questions: the rest miss the cache and are left out
     "1.5b-probe": ("1.5b", 200, "spider-sqlite-1.5b-n200", "`probe` (on top of `default`) was recorded",
                    "default,default+probe"),  # the first questions only: the rest miss the cache and are left out
+    "1.5b-review": ("1.5b", 200, "spider-sqlite-1.5b-n200", "`review` (on top of `default`) was recorded",
+                    "default,default+review"),  # the first 6 questions only, likewise
     "1.5b-n120": ("1.5b", 120, "spider-sqlite-1.5b-n120", "`bench stages` on the same records",
                   "self-consistency+repair,self-consistency+repair+literals,default,default+scope"),
 }
