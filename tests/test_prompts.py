@@ -1,6 +1,7 @@
 from verifiedsql.llm.prompts import generation_messages, refinement_messages
 from verifiedsql.llm.replies import extract_sql
 from verifiedsql.profiles import profile_for
+from verifiedsql.schema import Column, Table, render_table
 
 
 def test_extracts_fenced_sql():
@@ -49,3 +50,13 @@ def test_every_request_of_a_default_question_shares_the_generation_prefix(shop_e
     prefix = model.requests[0].messages
     assert {r.purpose for r in model.requests} == {"generate", "refine"}
     assert all(r.messages[:len(prefix)] == prefix for r in model.requests)
+
+
+def test_the_schema_prompt_quotes_names_that_need_quotes_on_any_engine():
+    """Spaces, signs and words that some engine reserves (``order`` on all four, ``user`` on PostgreSQL) are
+    quoted in the DDL the model reads; plain names are not."""
+    table = Table("order", (Column("select", "TEXT", primary_key=True), Column("user", "TEXT"),
+                            Column("Unit Price", "REAL"), Column("qty", "INTEGER")))
+    assert render_table(table, with_samples=False) == (
+        'CREATE TABLE "order" (\n  "select" TEXT PRIMARY KEY,\n  "user" TEXT,\n  "Unit Price" REAL,\n'
+        "  qty INTEGER\n);")

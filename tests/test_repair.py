@@ -77,6 +77,50 @@ def test_a_repaired_name_that_is_a_reserved_word_is_quoted(shop_engine):
     assert_repaired(report, model, broken, '"select"')
 
 
+def test_names_that_need_quotes_written_bare_are_quoted(shop_engine):
+    """A model writes names with spaces as bare words; the guard cannot parse that, and the repair quotes them
+    as the schema names them, on every engine."""
+    engine = with_tables(shop_engine,
+                         'CREATE TABLE "Customer Info" ("Customer ID" INTEGER PRIMARY KEY, "City Name" VARCHAR(20))',
+                         "INSERT INTO \"Customer Info\" VALUES (1, 'Köln'), (2, 'Paris'), (3, 'Köln')")
+    broken = "SELECT COUNT(Customer ID) FROM Customer Info WHERE City Name = 'Köln'"
+    rows, report, model = repaired(engine, broken)
+    assert rows == [(2,)]
+    assert_repaired(report, model, broken, 'Customer Info -> "Customer Info"', 'City Name -> "City Name"')
+
+
+def test_a_table_named_by_a_reserved_word_written_bare_is_quoted(shop_engine):
+    engine = with_tables(shop_engine, 'CREATE TABLE "order" (id INTEGER PRIMARY KEY, "select" VARCHAR(20))',
+                         'INSERT INTO "order" (id, "select") VALUES (1, \'first\'), (2, \'second\')')
+    broken = "SELECT o.select FROM order AS o WHERE o.id = 2 ORDER BY o.id"
+    rows, report, model = repaired(engine, broken)
+    assert rows == [("second",)]
+    assert_repaired(report, model, broken, 'order -> "order"', 'select -> "select"')
+
+
+def test_quoting_leaves_literals_quoted_names_and_function_calls_as_written():
+    schema = Schema((Table("Customer Info", (Column("Customer ID", "INTEGER", primary_key=True),
+                                             Column("City Name", "TEXT"), Column("COUNT(*)", "INTEGER"))),))
+    sql = ("SELECT COUNT(*), \"City Name\" FROM Customer Info "
+           "WHERE \"City Name\" = 'City Name' GROUP BY \"City Name\"")
+    found = proposals(schema, "sqlite", "sqlite", sql, "the statement guard could not parse this SQL")
+    assert found[0].sql == sql.replace("FROM Customer Info", 'FROM "Customer Info"')
+    assert found[0].fixes == ('Customer Info -> "Customer Info" (quoted as the schema names it)',)
+
+
+def test_the_other_repairs_start_from_the_quoted_sql():
+    schema = Schema((
+        Table("orders", (Column("id", "INTEGER", primary_key=True), Column("cid", "INTEGER"))),
+        Table("Customer Info", (Column("Customer ID", "INTEGER", primary_key=True), Column("City Name", "TEXT"))),
+    ))
+    sql = "SELECT T1.City Name FROM orders AS T1 JOIN Customer Info AS T2 ON T1.cid = T2.Customer ID"
+    found = proposals(schema, "sqlite", "sqlite", sql, "the statement guard could not parse this SQL")
+    assert found[0].sql == ('SELECT T1."City Name" FROM orders AS T1 JOIN "Customer Info" AS T2 '
+                            'ON T1.cid = T2."Customer ID"')
+    moved = [p for p in found if 'T2."City Name"' in p.sql]
+    assert moved and moved[0].fixes[:3] == found[0].fixes and len(moved[0].fixes) > 3
+
+
 def test_a_foreign_key_name_on_the_referenced_table_becomes_its_key(shop_engine):
     broken = "SELECT T1.customer_id, T1.name FROM customers AS T1 WHERE T1.country = 'Japan'"
     rows, report, model = repaired(shop_engine, broken)

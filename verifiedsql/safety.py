@@ -52,6 +52,9 @@ def _construct(node: exp.Expr) -> str:
     return type(node).__name__.upper()
 
 
+UNPARSEABLE = "the statement guard could not parse"  # how the refusal of SQL it cannot read begins
+
+
 def _function_name(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Anonymous):  # unquoted, so that "pg_sleep"(5) is still pg_sleep
         this = node.this
@@ -69,7 +72,7 @@ def parse_one_query(sql: str, profile: DialectProfile) -> exp.Expression:
         statements = [s for s in sqlglot.parse(sql, read=profile.sqlglot_dialect) if s is not None]
     except (SqlglotError, RecursionError) as error:
         raise UnparseableSQLError(
-            f"the statement guard could not parse this {profile.display_name} SQL ({error}); "
+            f"{UNPARSEABLE} this {profile.display_name} SQL ({error}); "
             "only statements it can check are run.",
             construct="unparseable SQL",
         ) from error

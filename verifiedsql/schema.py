@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
+
+from sqlalchemy.dialects import registry
+
+ENGINES = ("sqlite", "postgresql", "duckdb", "snowflake")  # the engines verifiedsql runs on
 
 
 @dataclass(frozen=True)
@@ -54,8 +59,26 @@ class Schema:
         return sum(len(t.columns) for t in self.tables)
 
 
+@cache
+def reserved_words(engine: str) -> frozenset[str]:
+    """The engine's reserved words in lower case, as its SQLAlchemy dialect quotes them (empty for a dialect
+    that is not installed)."""
+    try:
+        preparer = registry.load(engine).preparer
+    except Exception:  # noqa: BLE001 - any failure to load the dialect means no list to go by
+        return frozenset()
+    return frozenset(word.lower() for word in preparer.reserved_words)
+
+
+@cache
+def reserved_anywhere() -> frozenset[str]:
+    """The words reserved on any of the engines: the prompt's DDL quotes a name that is one of them (``order``),
+    whatever the engine, so that the model sees it quoted."""
+    return frozenset().union(*(reserved_words(engine) for engine in ENGINES))
+
+
 def _quote(name: str) -> str:
-    plain = name.replace("_", "").isalnum() and not name[:1].isdigit()
+    plain = name.replace("_", "").isalnum() and not name[:1].isdigit() and name.lower() not in reserved_anywhere()
     return name if plain else '"' + name.replace('"', '""') + '"'
 
 

@@ -19,7 +19,7 @@ from ..llm.prompts import generation_messages, refinement_messages
 from ..llm.replies import extract_sql, has_closed_fence
 from ..report import Candidate, CandidateStatus, VerificationReport
 from ..results import ResultSet
-from ..safety import outermost_orders, parse_one_query
+from ..safety import UNPARSEABLE, outermost_orders, parse_one_query
 from .calls import model_concurrency
 from .context import QuestionContext
 from .repair import repair_failure
@@ -286,12 +286,13 @@ class CandidateGenerator:
 
 
 def _repairable(execution: Execution) -> bool:
-    """A failure the deterministic repair may fix: the engine's error, or the function allowlist's refusal
-    of a function the engine does not have (a mistake, not a danger); not a timeout, a reply without SQL,
-    or any other refusal."""
+    """A failure the deterministic repair may fix: the engine's error, the function allowlist's refusal
+    of a function the engine does not have, or the guard's refusal of SQL it cannot parse (mistakes, not
+    dangers: a repair goes through both safety layers again); not a timeout, a reply without SQL, or any
+    other refusal."""
     error = execution.error or ""
     if execution.status == "unsafe":
-        return UNKNOWN_FUNCTION in error
+        return UNKNOWN_FUNCTION in error or error.startswith(UNPARSEABLE)
     return execution.status == "error" and error != NO_SQL_ERROR and not error.startswith(CUT_OFF_ERROR[:30])
 
 

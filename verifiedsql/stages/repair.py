@@ -7,6 +7,10 @@ or the database: ``proposals`` is a pure function of the schema, the dialect, th
 
 Repair classes, all from schema facts only:
 
+- **quotes**: a name with spaces or signs written as bare words, or a table named by a reserved word written
+  bare (``FROM Customer Info``, ``FROM order``), is quoted as the schema names it (``stages/requote.py``);
+  the quoted SQL is then repaired further in the next round when it still fails.
+
 - **columns**: an unknown or ambiguous column is resolved against the tables in scope. A qualifier moves to
   the joined table that has the column; a name that a foreign key (or the ``<table>_id``/``id`` naming of a
   single-column primary key) maps onto the qualified table's key becomes that key; a column held by no table
@@ -52,6 +56,7 @@ from .common.catalog import own_nodes as _own_nodes
 from .common.catalog import sources as _sources
 from .common.facts import as_number, date_like, holds_years, is_year_number
 from .common.frames import column_kind
+from .requote import requote
 
 if TYPE_CHECKING:
     from .generate import Execution
@@ -125,9 +130,22 @@ def repair_failure(schema: Schema, dialect: str, engine: str, sql: str, error: s
 
 def proposals(schema: Schema, dialect: str, engine: str, sql: str, error: str = "") -> list[Proposal]:
     """The repaired SQLs for ``sql``, most likely first (at most ``MAX_PROPOSALS``): all first choices
-    together, then each problem's second choice in turn. Empty when the SQL does not parse or nothing
-    applies."""
+    together, then each problem's second choice in turn. Schema names left bare where they need quotes are
+    quoted first, and the other repairs start from the quoted SQL. Empty when the SQL does not parse (after
+    quoting) or nothing applies."""
     catalog = _Catalog(schema, engine)
+    quoted = requote(catalog, dialect, sql)
+    if quoted is None:
+        return _planned(catalog, dialect, sql, error)
+    # bare names that need quotes: quoted first, then the other repairs of the quoted SQL, which now parses
+    base, quotes = quoted
+    found = [Proposal(base, quotes), *(Proposal(p.sql, quotes + p.fixes) for p in _planned(catalog, dialect, base,
+                                                                                            error))]
+    return found[:MAX_PROPOSALS]
+
+
+def _planned(catalog: _Catalog, dialect: str, sql: str, error: str) -> list[Proposal]:
+    """``proposals`` from the planner's repairs of ``sql`` as written."""
     first = _plan(catalog, dialect, sql, error)
     if first is None or not first[1]:
         return []

@@ -8,24 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
 
-from sqlalchemy.dialects import registry
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from ...schema import Column, ForeignKey, Schema, Table
-
-
-@cache
-def reserved_words(engine: str) -> frozenset[str]:
-    """The engine's reserved words in lower case, as its SQLAlchemy dialect quotes them (empty for a dialect
-    that is not installed)."""
-    try:
-        preparer = registry.load(engine).preparer
-    except Exception:  # noqa: BLE001 - any failure to load the dialect means no list to go by
-        return frozenset()
-    return frozenset(word.lower() for word in preparer.reserved_words)
+from ...schema import Column, ForeignKey, Schema, Table, reserved_words
 
 
 class Catalog:
