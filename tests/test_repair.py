@@ -105,7 +105,17 @@ def test_quoting_leaves_literals_quoted_names_and_function_calls_as_written():
            "WHERE \"City Name\" = 'City Name' GROUP BY \"City Name\"")
     found = proposals(schema, "sqlite", "sqlite", sql, "the statement guard could not parse this SQL")
     assert found[0].sql == sql.replace("FROM Customer Info", 'FROM "Customer Info"')
-    assert found[0].fixes == ('Customer Info -> "Customer Info" (quoted as the schema names it)',)
+    assert found[0].fixes == ("Customer Info -> \"Customer Info\" (the schema's name, quoted where it must be)",)
+
+
+@pytest.mark.parametrize("dialect", ["postgresql", "duckdb"])
+def test_names_in_mysql_backticks_are_quoted_where_the_engine_does_not_take_them(engine_factory, dialect):
+    engine = with_tables(engine_factory(dialect), 'CREATE TABLE "Customer Info" ("City Name" TEXT, score INTEGER)',
+                         "INSERT INTO \"Customer Info\" VALUES ('Oslo', 3), ('Bergen', 5)")
+    broken = "SELECT `City Name` FROM `Customer Info` WHERE `score` > 4"
+    rows, report, model = repaired(engine, broken)
+    assert rows == [("Bergen",)]
+    assert_repaired(report, model, broken, '`City Name` -> "City Name"', "`score` -> score")
 
 
 def test_the_other_repairs_start_from_the_quoted_sql():

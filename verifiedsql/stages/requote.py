@@ -1,7 +1,8 @@
 """Quotes that the SQL leaves out where the schema's names need them (one of ``stages/repair.py``'s repairs).
 
 A model often writes a name with spaces or other signs as bare words (``FROM Customer Info``, ``SUM(Preis
-(EUR))``), or a table that is a reserved word unquoted (``FROM order``). Such SQL does not parse, or parses as
+(EUR))``), a table that is a reserved word unquoted (``FROM order``), or a name in MySQL's backticks where the
+engine does not take them. Such SQL does not parse, or parses as
 something else (``SELECT Full Name`` selects ``Full`` as ``Name``). ``requote`` finds these names in the SQL's
 tokens and writes each as the engine's quoted identifier of the schema's name. String literals and names that
 are quoted already are left as written. Nothing here calls the model or the database.
@@ -42,7 +43,7 @@ def requote(catalog: Catalog, dialect: str, sql: str) -> tuple[str, tuple[str, .
     for start, stop, name in spans:
         quoted = catalog.ident(name).sql(dialect=dialect)
         parts += [sql[end:start], quoted]
-        fixes.append(f"{sql[start:stop]} -> {quoted} (quoted as the schema names it)")
+        fixes.append(f"{sql[start:stop]} -> {quoted} (the schema's name, quoted where it must be)")
         end = stop
     parts.append(sql[end:])
     return "".join(parts), tuple(dict.fromkeys(fixes))
@@ -51,10 +52,22 @@ def requote(catalog: Catalog, dialect: str, sql: str) -> tuple[str, tuple[str, .
 def _spans(catalog: Catalog, sql: str, tokens: list[Token]) -> Iterator[tuple[int, int, str]]:
     """(start, end, schema name) of each bare occurrence to quote, none overlapping."""
     taken: list[tuple[int, int]] = []
-    for start, stop, name in (*_multi_token(catalog, sql, tokens), *_reserved(catalog, tokens)):
+    found = (*_backticked(catalog, sql, tokens), *_multi_token(catalog, sql, tokens), *_reserved(catalog, tokens))
+    for start, stop, name in found:
         if all(stop <= s or start >= e for s, e in taken):
             taken.append((start, stop))
             yield start, stop, name
+
+
+def _backticked(catalog: Catalog, sql: str, tokens: list[Token]) -> Iterator[tuple[int, int, str]]:
+    """A schema name in MySQL's backticks (```City Name```) where the dialect quotes names otherwise: its
+    tokenizer leaves each backtick an unknown sign."""
+    ticks = [token for token in tokens if token.token_type == TokenType.UNKNOWN and token.text == "`"]
+    names = {name.lower(): name for name in _names(catalog)}
+    for opening, closing in zip(ticks[::2], ticks[1::2], strict=False):
+        name = names.get(sql[opening.end + 1:closing.start].lower())
+        if name is not None:
+            yield opening.start, closing.end + 1, name
 
 
 def _names(catalog: Catalog) -> list[str]:
