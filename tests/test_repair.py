@@ -92,7 +92,7 @@ def test_names_that_need_quotes_written_bare_are_quoted(shop_engine):
 def test_a_table_named_by_a_reserved_word_written_bare_is_quoted(shop_engine):
     engine = with_tables(shop_engine, 'CREATE TABLE "order" (id INTEGER PRIMARY KEY, "select" VARCHAR(20))',
                          'INSERT INTO "order" (id, "select") VALUES (1, \'first\'), (2, \'second\')')
-    broken = "SELECT o.select FROM order AS o WHERE o.id = 2 ORDER BY o.id"
+    broken = "SELECT o.select FROM order AS o WHERE select = 'second' ORDER BY o.id"
     rows, report, model = repaired(engine, broken)
     assert rows == [("second",)]
     assert_repaired(report, model, broken, 'order -> "order"', 'select -> "select"')

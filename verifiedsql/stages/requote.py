@@ -25,6 +25,8 @@ from .common.catalog import Catalog
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _QUOTES = "'\"`["  # how a string literal or a quoted name starts
 _BEFORE_TABLE = frozenset({TokenType.FROM, TokenType.JOIN})
+_COMPARISONS = frozenset({TokenType.EQ, TokenType.NEQ, TokenType.GT, TokenType.GTE, TokenType.LT, TokenType.LTE,
+                          TokenType.LIKE, TokenType.ILIKE, TokenType.IN, TokenType.IS, TokenType.BETWEEN})
 
 
 def requote(catalog: Catalog, dialect: str, sql: str) -> tuple[str, tuple[str, ...]] | None:
@@ -97,7 +99,8 @@ def _multi_token(catalog: Catalog, sql: str, tokens: list[Token]) -> Iterator[tu
 
 def _reserved(catalog: Catalog, tokens: list[Token]) -> Iterator[tuple[int, int, str]]:
     """A table named by a reserved word, bare after FROM or JOIN or before a dot (``FROM order``,
-    ``order.id``), and a column named by one, bare after a dot (``o.select``)."""
+    ``order.id``), and a column named by one, bare after a dot or before a comparison (``o.select``,
+    ``select = 'express'``)."""
     reserved = reserved_words(catalog.engine)
     columns = {column.name.lower(): column.name for table in catalog.schema.tables for column in table.columns}
     for index, token in enumerate(tokens):
@@ -110,7 +113,8 @@ def _reserved(catalog: Catalog, tokens: list[Token]) -> Iterator[tuple[int, int,
         if table is not None and ((before is not None and before.token_type in _BEFORE_TABLE)
                                   or (after is not None and after.token_type == TokenType.DOT)):
             yield token.start, token.end + 1, catalog.bare(table)
-        elif word in columns and before is not None and before.token_type == TokenType.DOT:
+        elif word in columns and ((before is not None and before.token_type == TokenType.DOT)
+                                  or (after is not None and after.token_type in _COMPARISONS)):
             yield token.start, token.end + 1, columns[word]
 
 
