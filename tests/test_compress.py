@@ -14,7 +14,7 @@ from fakes import ScriptedChatModel, fenced
 from verifiedsql.bench.strategies import strategy_options
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
-from verifiedsql.errors import ConfigurationError, LLMError
+from verifiedsql.errors import ConfigurationError, LLMError, PromptTooLongError
 from verifiedsql.llm.prompts import generation_messages
 from verifiedsql.profiles import profile_for
 from verifiedsql.report import VerificationReport
@@ -256,6 +256,44 @@ def test_a_sharded_sqlite_database_answers_through_the_public_api(tmp_path):
     prompt = fake.requests[0].messages[1]["content"]
     assert "CREATE TABLE orders (" in prompt and "CREATE TABLE customers (" in prompt and "page_views" not in prompt
     assert f"schema: {figures['tokens_before']} -> {figures['tokens_after']} tokens" in report.summary()
+
+
+def sharded_shop(path) -> str:
+    """The shop database with 300 date-sharded tables beside it; its URL."""
+    load_shop(sa.create_engine(f"sqlite:///{path}")).dispose()
+    with sqlite3.connect(path) as conn:
+        for d in dates(300):
+            conn.execute(f"CREATE TABLE page_views_{d} (view_id INTEGER PRIMARY KEY, url TEXT, country TEXT, "
+                         "seconds INTEGER)")
+    return f"sqlite:///{path}"
+
+
+def model_with_context(chars: int) -> ScriptedChatModel:
+    """A model whose server refuses a prompt longer than ``chars`` characters, as a context window does."""
+    def reply(request):
+        length = sum(len(message["content"]) for message in request.messages)
+        if length > chars:
+            return PromptTooLongError(f"HTTP 400: This model's maximum context length is {chars} tokens")
+        return fenced(ANSWER)
+
+    return ScriptedChatModel(reply)
+
+
+def test_a_schema_over_the_context_window_is_compressed_and_the_question_answered(tmp_path):
+    url = sharded_shop(tmp_path / "sharded.db")
+    rows, report, model = fakes.ask(url, QUESTION, model_with_context(6_000), candidates=2, prompt_budget_tokens=400)
+    assert rows == [(SHIPPED,)] and report.schema_compression is not None
+    lengths = [sum(len(m["content"]) for m in request.messages) for request in model.requests]
+    assert lengths[0] > 6_000 and all(length <= 6_000 for length in lengths[-2:])  # refused, then both candidates
+    assert any("did not fit the model's context window" in note for note in report.notes)
+
+
+def test_a_prompt_that_does_not_fit_even_compressed_is_a_typed_error(tmp_path):
+    url = sharded_shop(tmp_path / "sharded.db")
+    with pytest.raises(PromptTooLongError):
+        fakes.ask(url, QUESTION, model_with_context(600), candidates=1, prompt_budget_tokens=400)
+    with pytest.raises(PromptTooLongError):  # with compression on, the refusal is the caller's to see
+        fakes.ask(url, QUESTION, model_with_context(600), candidates=1, compress_schema=True)
 
 
 def test_options_and_strategy():

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fake_openai import FakeServer, Reply, completion
 
-from verifiedsql.errors import LLMError
+from verifiedsql.errors import LLMError, PromptTooLongError
 from verifiedsql.llm import ChatRequest, OpenAIChatModel, messages
 from verifiedsql.llm.local import free_port
 
@@ -71,6 +71,26 @@ def test_client_errors_are_not_retried(server: FakeServer) -> None:
     with pytest.raises(LLMError, match="API key"):
         server.model().complete(REQUEST)
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("message", [
+    "This model's maximum context length is 4096 tokens. However, you requested 15878 tokens (15366 in the "
+    "messages, 512 in the completion). Please reduce the length of the messages or completion.",
+    "the request exceeds the available context size, try increasing it",
+])
+def test_a_prompt_over_the_context_window_is_a_typed_error_that_says_what_to_do(server: FakeServer,
+                                                                              message: str) -> None:
+    server.script = [Reply(400, {"error": {"message": message}})]
+    with pytest.raises(PromptTooLongError, match="compress_schema=True") as raised:
+        server.model().complete(REQUEST)
+    assert isinstance(raised.value, LLMError) and len(server.requests) == 1
+
+
+def test_another_refused_request_is_not_a_prompt_too_long(server: FakeServer) -> None:
+    server.script = [Reply(400, {"error": {"message": "unknown field: seed"}})]
+    with pytest.raises(LLMError) as raised:
+        server.model().complete(REQUEST)
+    assert not isinstance(raised.value, PromptTooLongError)
 
 
 @pytest.mark.parametrize("body", [

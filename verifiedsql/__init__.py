@@ -16,6 +16,7 @@ from .errors import (
     NoAnswerError,
     NoDataError,
     NotConfiguredError,
+    PromptTooLongError,
     QueryError,
     QueryTimeoutError,
     QuestionError,
@@ -30,7 +31,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Ask", "ConfigurationError", "EmptySchemaError", "LLMError", "LLMSettings", "ModelInstallError", "NoAnswerError",
-    "NoDataError", "NotConfiguredError", "Options", "QueryError", "QueryTimeoutError", "QuestionError",
-    "ReplayMissError", "UnsafeSQLError", "UnverifiedAnswerError", "VerificationReport", "VerifiedResult",
-    "VerifiedSQLError", "ask", "create_async_engine", "create_engine",
+    "NoDataError", "NotConfiguredError", "Options", "PromptTooLongError", "QueryError", "QueryTimeoutError",
+    "QuestionError", "ReplayMissError", "UnsafeSQLError", "UnverifiedAnswerError", "VerificationReport",
+    "VerifiedResult", "VerifiedSQLError", "ask", "create_async_engine", "create_engine",
 ]

@@ -59,6 +59,11 @@ class LLMError(VerifiedSQLError):
     """The language model could not be reached or gave no usable answer."""
 
 
+class PromptTooLongError(LLMError):
+    """The model's server refused a prompt longer than its context window (a large schema, mostly): turn on
+    ``compress_schema``, name fewer tables with ``schema=``, or use a model with a longer context."""
+
+
 class ReplayMissError(VerifiedSQLError):
     """Replay-only cache mode met a request that was never recorded. Not an ``LLMError``: no stage may
     treat it as a model failure and carry on, or a replay would silently answer differently."""

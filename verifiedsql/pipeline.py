@@ -13,7 +13,14 @@ from . import logs
 from .config import Options
 from .database import Database
 from .deadline import Deadline
-from .errors import EmptySchemaError, NoAnswerError, QuestionError, QuestionTimeoutError, UnverifiedAnswerError
+from .errors import (
+    EmptySchemaError,
+    NoAnswerError,
+    PromptTooLongError,
+    QuestionError,
+    QuestionTimeoutError,
+    UnverifiedAnswerError,
+)
 from .llm.base import ChatModel
 from .report import VerificationReport
 from .results import ResultSet
@@ -24,7 +31,7 @@ from .stages.context import QuestionContext
 from .stages.dpc import DualParadigmTesting
 from .stages.evidence import DEFAULT_RULE as TIER_RULE
 from .stages.evidence import doubt_for, gather_evidence, vote_count, vote_share
-from .stages.generate import CandidateGenerator
+from .stages.generate import CandidateGenerator, CandidateRun
 from .stages.literals import LiteralChecks
 from .stages.pvsql import ModelProbing, ValueGrounding, VerifyAndRepair
 from .stages.r3 import PeerReviewStage
@@ -163,8 +170,7 @@ class Pipeline:
                 with _timed(report, stage.name):
                     stage.run(ctx)
         with _timed(report, "generate", deadline):
-            stop = StopWhenSettled(self.options.adaptive_confidence) if self.options.adaptive else None
-            runs = CandidateGenerator(ctx).generate(stop=stop)
+            runs = self._generate(ctx)
         with _timed(report, "select"):
             clusters = cluster_runs(runs)
             pool = Pool(runs, clusters, select_majority(runs, clusters, doubt_for(ctx)))
@@ -188,6 +194,22 @@ class Pipeline:
         scope.check_answer(ctx)  # NoDataError when the answer reads no table (or the model says no data)
         self._require(answer)
         return answer
+
+    def _generate(self, ctx: QuestionContext) -> list[CandidateRun]:
+        """The candidates. When the prompt is longer than the model's context window and ``compress_schema`` is
+        off, the schema is compressed (``prompt_budget_tokens``) and the candidates are written once more; a
+        prompt that still does not fit raises ``PromptTooLongError``."""
+        stop = StopWhenSettled(self.options.adaptive_confidence) if self.options.adaptive else None
+        try:
+            return CandidateGenerator(ctx).generate(stop=stop)
+        except PromptTooLongError as error:
+            if self.options.compress_schema:
+                raise
+            ctx.report.notes.append(f"the prompt did not fit the model's context window, so the schema was "
+                                    f"compressed (as compress_schema does) and the candidates written again: {error}")
+            with _timed(ctx.report, SchemaCompression.name):
+                SchemaCompression().run(ctx)
+            return CandidateGenerator(ctx).generate(stop=stop)
 
     def _require(self, answer: Answer) -> None:
         """``UnverifiedAnswerError`` when the answer's tier is below the ``require`` option."""

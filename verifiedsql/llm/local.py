@@ -37,6 +37,10 @@ _BOOTSTRAP = (
 )
 
 
+# The server's context window: room for a schema compressed to ``prompt_budget_tokens`` (6,000 estimated tokens,
+# about 10,000 of the model's for a schema with samples) with the question and the answer. A longer prompt is
+# refused (``PromptTooLongError``), and the pipeline then compresses the schema. A prompt pays only for its length.
+CONTEXT_TOKENS = 16_384
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the server is on 127.0.0.1
 _MAX_LOG_BYTES = 5_000_000
 
@@ -46,7 +50,7 @@ def server_command(model: Path, alias: str, port: int, threads: int, *, host: st
     """The command line that serves ``model`` as ``alias`` (optionally with the parent-watching shim)."""
     head = [sys.executable, "-c", _BOOTSTRAP] if watch_parent else [sys.executable, "-m", "llama_cpp.server"]
     return [*head, "--model", str(model), "--model_alias", alias, "--host", host, "--port", str(port),
-            "--n_threads", str(threads), "--n_ctx", "4096"]
+            "--n_threads", str(threads), "--n_ctx", str(CONTEXT_TOKENS)]
 
 
 def require_llama_cpp() -> None:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import email.utils
 import random
+import re
 import time
 from typing import Any
 
 import openai
 
-from ..errors import LLMError
+from ..errors import LLMError, PromptTooLongError
 from ..redact import secrets as scrub_secrets
 from ..redact import split_credentials, url_secrets, url_without_credentials
 from ..watchdog import run_within
@@ -160,6 +161,12 @@ class OpenAIChatModel:
         if status >= 500 or status == 408:
             return _Retryable(detail, "The server is failing; check its logs or try again later.",
                               _retry_after(exc.response.headers))
+        if status in (400, 413) and _TOO_LONG.search(exc.message or ""):
+            return PromptTooLongError(scrub_secrets(
+                f"LLM call to {self.base_url or 'api.openai.com'} (model {self._model!r}) failed: {detail}. "
+                "The prompt, mostly the schema, does not fit the model's context window: turn on "
+                "compress_schema=True (it keeps the tables the question needs, within prompt_budget_tokens), name "
+                "fewer tables with schema=, or use a model with a longer context.", self._secrets))
         if status in (401, 403):
             hint = "Check the API key (VERIFIEDSQL_LLM_API_KEY or OPENAI_API_KEY)."
         elif status == 404:
@@ -185,6 +192,10 @@ class OpenAIChatModel:
         return (f"The model did not answer within the {budget:g} s budget; raise llm_timeout_s "
                 "(or question_timeout_s), lower max_tokens, or use a faster model.")
 
+
+# how servers word a prompt over the context window (OpenAI, llama.cpp, vLLM, and others that copy them)
+_TOO_LONG = re.compile(r"context (length|window|size)|maximum context|too many tokens|prompt is too long|"
+                       r"exceeds?\b[^.]{0,40}\bcontext", re.IGNORECASE)
 
 _MALFORMED_HINT = ("The server's answer is not an OpenAI-compatible chat completion; check that the URL "
                    "points at an OpenAI-compatible endpoint (usually ending in /v1).")
