@@ -268,12 +268,13 @@ def sharded_shop(path) -> str:
     return f"sqlite:///{path}"
 
 
-def model_with_context(chars: int) -> ScriptedChatModel:
-    """A model whose server refuses a prompt longer than ``chars`` characters, as a context window does."""
+def model_with_context(tokens: int) -> ScriptedChatModel:
+    """A model whose server refuses a prompt over a window of ``tokens`` (characters / 4), saying its size."""
     def reply(request):
         length = sum(len(message["content"]) for message in request.messages)
-        if length > chars:
-            return PromptTooLongError(f"HTTP 400: This model's maximum context length is {chars} tokens")
+        if length > 4 * tokens:
+            return PromptTooLongError(f"HTTP 400: This model's maximum context length is {tokens} tokens",
+                                      context_tokens=tokens)
         return fenced(ANSWER)
 
     return ScriptedChatModel(reply)
@@ -281,19 +282,26 @@ def model_with_context(chars: int) -> ScriptedChatModel:
 
 def test_a_schema_over_the_context_window_is_compressed_and_the_question_answered(tmp_path):
     url = sharded_shop(tmp_path / "sharded.db")
-    rows, report, model = fakes.ask(url, QUESTION, model_with_context(6_000), candidates=2, prompt_budget_tokens=400)
+    rows, report, model = fakes.ask(url, QUESTION, model_with_context(1_500), candidates=2, prompt_budget_tokens=400)
     assert rows == [(SHIPPED,)] and report.schema_compression is not None
     lengths = [sum(len(m["content"]) for m in request.messages) for request in model.requests]
     assert lengths[0] > 6_000 and all(length <= 6_000 for length in lengths[-2:])  # refused, then both candidates
     assert any("did not fit the model's context window" in note for note in report.notes)
 
 
+def test_the_schema_is_compressed_to_fit_the_window_the_server_states(tmp_path):
+    """No budget given: the window of 3,000 model tokens, less the answer's 512, leaves a budget of 944."""
+    url = sharded_shop(tmp_path / "sharded.db")
+    rows, report, model = fakes.ask(url, QUESTION, model_with_context(3_000), candidates=1)
+    assert rows == [(SHIPPED,)] and 0 < report.schema_compression["tokens_after"] <= 944
+
+
 def test_a_prompt_that_does_not_fit_even_compressed_is_a_typed_error(tmp_path):
     url = sharded_shop(tmp_path / "sharded.db")
     with pytest.raises(PromptTooLongError):
-        fakes.ask(url, QUESTION, model_with_context(600), candidates=1, prompt_budget_tokens=400)
+        fakes.ask(url, QUESTION, model_with_context(150), candidates=1)
     with pytest.raises(PromptTooLongError):  # with compression on, the refusal is the caller's to see
-        fakes.ask(url, QUESTION, model_with_context(600), candidates=1, compress_schema=True)
+        fakes.ask(url, QUESTION, model_with_context(150), candidates=1, compress_schema=True)
 
 
 def test_options_and_strategy():

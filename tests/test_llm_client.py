@@ -84,6 +84,7 @@ def test_a_prompt_over_the_context_window_is_a_typed_error_that_says_what_to_do(
     with pytest.raises(PromptTooLongError, match="compress_schema=True") as raised:
         server.model().complete(REQUEST)
     assert isinstance(raised.value, LLMError) and len(server.requests) == 1
+    assert raised.value.context_tokens == (4096 if "4096" in message else None)
 
 
 def test_another_refused_request_is_not_a_prompt_too_long(server: FakeServer) -> None:

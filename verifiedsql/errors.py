@@ -61,7 +61,12 @@ class LLMError(VerifiedSQLError):
 
 class PromptTooLongError(LLMError):
     """The model's server refused a prompt longer than its context window (a large schema, mostly): turn on
-    ``compress_schema``, name fewer tables with ``schema=``, or use a model with a longer context."""
+    ``compress_schema``, name fewer tables with ``schema=``, or use a model with a longer context.
+    ``context_tokens``: the window's size in the model's tokens, where the server said it."""
+
+    def __init__(self, message: str, context_tokens: int | None = None) -> None:
+        super().__init__(message)
+        self.context_tokens = context_tokens
 
 
 class ReplayMissError(VerifiedSQLError):

@@ -107,6 +107,7 @@ def _nothing_ran(report: VerificationReport) -> str:
     return f"the end of the question, with no candidate that ran successfully ({counts}; see the report)"
 
 
+PROMPT_OVERHEAD_TOKENS = 300  # the generation prompt's instructions and question, in characters / 4 (about)
 CONTEXT_STAGES: tuple[ContextStage, ...] = (SchemaCompression(), ValueGrounding(), ModelProbing(), LiteralChecks(),
                                           VerifyAndRepair())
 """Before generation, in this order; each adds prompt context or a candidate check when its option is on."""
@@ -208,8 +209,18 @@ class Pipeline:
             ctx.report.notes.append(f"the prompt did not fit the model's context window, so the schema was "
                                     f"compressed (as compress_schema does) and the candidates written again: {error}")
             with _timed(ctx.report, SchemaCompression.name):
-                SchemaCompression().run(ctx)
+                SchemaCompression().run(ctx, self._fitting_budget(error.context_tokens))
             return CandidateGenerator(ctx).generate(stop=stop)
+
+    def _fitting_budget(self, context_tokens: int | None) -> int:
+        """A schema budget (``estimate_tokens``: characters / 4) whose prompt fits a window of ``context_tokens``
+        with room for the answer (``max_tokens``); the option's budget when the window is unknown or larger. A
+        model token is about 2.3 characters of DDL with samples, so half the window's tokens left, less the
+        instructions and the question, is a safe count of characters / 4."""
+        budget = self.options.prompt_budget_tokens
+        if context_tokens is None:
+            return budget
+        return max(1, min(budget, (context_tokens - self.options.max_tokens) // 2 - PROMPT_OVERHEAD_TOKENS))
 
     def _require(self, answer: Answer) -> None:
         """``UnverifiedAnswerError`` when the answer's tier is below the ``require`` option."""

@@ -37,10 +37,9 @@ _BOOTSTRAP = (
 )
 
 
-# The server's context window: room for a schema compressed to ``prompt_budget_tokens`` (6,000 estimated tokens,
-# about 10,000 of the model's for a schema with samples) with the question and the answer. A longer prompt is
-# refused (``PromptTooLongError``), and the pipeline then compresses the schema. A prompt pays only for its length.
-CONTEXT_TOKENS = 16_384
+# The server's context window. A longer prompt is refused (``PromptTooLongError``) and the pipeline compresses the
+# schema to fit it: on a CPU, a prompt of many thousand tokens would take minutes to read.
+CONTEXT_TOKENS = 4_096
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the server is on 127.0.0.1
 _MAX_LOG_BYTES = 5_000_000
 

@@ -166,7 +166,8 @@ class OpenAIChatModel:
                 f"LLM call to {self.base_url or 'api.openai.com'} (model {self._model!r}) failed: {detail}. "
                 "The prompt, mostly the schema, does not fit the model's context window: turn on "
                 "compress_schema=True (it keeps the tables the question needs, within prompt_budget_tokens), name "
-                "fewer tables with schema=, or use a model with a longer context.", self._secrets))
+                "fewer tables with schema=, or use a model with a longer context.", self._secrets),
+                context_tokens=_window(exc.message or ""))
         if status in (401, 403):
             hint = "Check the API key (VERIFIEDSQL_LLM_API_KEY or OPENAI_API_KEY)."
         elif status == 404:
@@ -196,6 +197,15 @@ class OpenAIChatModel:
 # how servers word a prompt over the context window (OpenAI, llama.cpp, vLLM, and others that copy them)
 _TOO_LONG = re.compile(r"context (length|window|size)|maximum context|too many tokens|prompt is too long|"
                        r"exceeds?\b[^.]{0,40}\bcontext", re.IGNORECASE)
+
+_WINDOW = re.compile(r"(?:context (?:length|window|size)|maximum context)\D{0,30}?(\d[\d,]*) tokens", re.IGNORECASE)
+
+
+def _window(message: str) -> int | None:
+    """The context window's size that the server's refusal states ("maximum context length is 4096 tokens")."""
+    found = _WINDOW.search(message)
+    return int(found.group(1).replace(",", "")) if found else None
+
 
 _MALFORMED_HINT = ("The server's answer is not an OpenAI-compatible chat completion; check that the URL "
                    "points at an OpenAI-compatible endpoint (usually ending in /v1).")

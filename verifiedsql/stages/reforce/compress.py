@@ -193,11 +193,12 @@ class SchemaCompression:
     def enabled(self, options: Options) -> bool:
         return options.compress_schema
 
-    def run(self, ctx: QuestionContext) -> None:
+    def run(self, ctx: QuestionContext, budget_tokens: int | None = None) -> None:
+        """Compress the context's schema to ``budget_tokens`` (default: the ``prompt_budget_tokens`` option)."""
         def sampler(schema: Schema, tables: Iterable[str]) -> Schema:
             return ctx.database.with_samples(schema, tables, ctx.deadline)
 
-        compressed = compress_schema(ctx.schema, ctx.question, ctx.options.prompt_budget_tokens, ctx.llm, ctx.report,
-                                     sampler)
+        budget = ctx.options.prompt_budget_tokens if budget_tokens is None else budget_tokens
+        compressed = compress_schema(ctx.schema, ctx.question, budget, ctx.llm, ctx.report, sampler)
         ctx.schema_text, ctx.report.schema_compression = compressed.text, compressed.figures()
         ctx.schema = sampler(ctx.schema, compressed.tables_shown)  # what the prompt shows, with its samples
