@@ -497,3 +497,34 @@ def test_the_other_engines_tier_tables_replay(name, replays):
     """The tier tables of the runs on other engines equal ``bench tiers`` on the replay of their README command."""
     strategy, heading, lead_in = OTHER_ENGINE_TIERS[name]
     assert_tier_table(replayed_records(replays, name), strategy, heading, lead_in)
+
+
+# ------------------------------------------------------- databases unlike Spider's (benchmarks/unlike_spider.py)
+
+UNLIKE = ROOT / "benchmarks" / "runs" / "unlike-spider-0.5b"
+
+
+def _outcomes(text: str) -> list[tuple[str, str, str]]:
+    """(database, outcome, question) of each line the script prints; the seconds are left out."""
+    return [(db, outcome, question) for db, outcome, _, question in
+            (line.split("\t") for line in text.splitlines() if line.count("\t") == 3)]
+
+
+@pytest.mark.timeout(900)
+def test_the_unlike_spider_outcomes_replay(tmp_path):
+    """``benchmarks/unlike_spider.py`` replayed from a copy of its cache gives the recorded outcome of every
+    question, and the README's counts of right answers per database are those."""
+    cache = tmp_path / "llm-cache.sqlite"
+    shutil.copy(UNLIKE / "llm-cache.sqlite", cache)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIEDSQL_LLM_", "OPENAI_"))}
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "unlike_spider.py"), "--model", "0.5b",
+                           "--cache", str(cache), "--replay"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=840)
+    assert done.returncode == 0, done.stderr[-3000:]
+    replayed, recorded = _outcomes(done.stdout), _outcomes((UNLIKE / "outcomes.tsv").read_text("utf-8"))
+    assert replayed == recorded and len(recorded) == 10, done.stdout
+    section = README.read_text("utf-8").split("#### Databases unlike Spider's", 1)[1].split("\n#", 1)[0]
+    for database in ("awkward", "wide"):
+        mine = [outcome for db, outcome, _ in replayed if db == database]
+        right = sum(outcome.startswith("right") for outcome in mine)
+        assert f"`{database}`: {right} of {len(mine)} right" in section, section

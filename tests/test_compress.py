@@ -286,7 +286,18 @@ def test_a_schema_over_the_context_window_is_compressed_and_the_question_answere
     assert rows == [(SHIPPED,)] and report.schema_compression is not None
     lengths = [sum(len(m["content"]) for m in request.messages) for request in model.requests]
     assert lengths[0] > 6_000 and all(length <= 6_000 for length in lengths[-2:])  # refused, then both candidates
-    assert any("did not fit the model's context window" in note for note in report.notes)
+    assert any("compressed to fit the model's context window (the model refused" in note for note in report.notes)
+
+
+def test_a_window_the_model_states_compresses_the_schema_before_the_first_call(tmp_path):
+    """The embedded model's window is known (``context_tokens``): no call is refused first."""
+    url = sharded_shop(tmp_path / "sharded.db")
+    model = model_with_context(1_500)
+    model.context_tokens = 1_500  # type: ignore[attr-defined]
+    rows, report, model = fakes.ask(url, QUESTION, model, candidates=2)
+    lengths = [sum(len(m["content"]) for m in request.messages) for request in model.requests]
+    assert rows == [(SHIPPED,)] and len(lengths) == 2 and all(length <= 6_000 for length in lengths)
+    assert any("over the model's window of 1,500" in note for note in report.notes)
 
 
 def test_the_schema_is_compressed_to_fit_the_window_the_server_states(tmp_path):

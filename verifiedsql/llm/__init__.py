@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..config import Options
 from .base import ChatModel, ChatRequest, ChatResponse, Message, messages
 from .cache import RecordingChatModel, request_key
-from .local import LocalChatModel, LocalServer, embedded_chat_model
+from .local import CONTEXT_TOKENS, LocalChatModel, LocalServer, embedded_chat_model
 from .models import MODELS, LocalModelSpec, install_model, model_home
 from .openai_client import OpenAIChatModel
 
@@ -33,7 +33,8 @@ def chat_model_for(options: Options) -> ChatModel:
     if options.cache_mode == "off" or options.cache_path is None:
         assert inner is not None
         return inner
-    return RecordingChatModel(inner, options.cache_path, options.cache_mode, model_name=name)
+    window = CONTEXT_TOKENS if settings.uses_embedded_model else None
+    return RecordingChatModel(inner, options.cache_path, options.cache_mode, model_name=name, context_tokens=window)
 
 
 __all__ = [

@@ -73,6 +73,7 @@ class RecordingChatModel:
         mode: RecordMode = "readwrite",
         *,
         model_name: str | None = None,
+        context_tokens: int | None = None,
     ) -> None:
         if mode not in ("readwrite", "replay"):
             raise ConfigurationError(f"cache mode {mode!r}: use 'readwrite' or 'replay'.")
@@ -81,6 +82,7 @@ class RecordingChatModel:
         if inner is None and model_name is None:
             raise ConfigurationError("a replay cache without a model needs model_name=<recorded model>.")
         self.inner = inner
+        self.context_tokens = context_tokens  # the recorded model's window, for a replay with no model to ask
         self.path = Path(path)
         self.mode = mode
         self._name = model_name or inner.name  # type: ignore[union-attr]

@@ -215,6 +215,7 @@ class LocalChatModel(OpenAIChatModel):
     # The embedded server answers one request at a time: requests sent side by side only queue there, their
     # timeouts running while they wait (measured: no faster; README, Speed).
     max_concurrency = 1
+    context_tokens = CONTEXT_TOKENS
 
     def __init__(self, server: LocalServer, settings: LLMSettings) -> None:
         super().__init__(server.base_url, server.alias, "local", settings.timeout_s, settings.max_retries,

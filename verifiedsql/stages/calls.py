@@ -48,6 +48,17 @@ def model_concurrency(llm: ChatModel) -> int | None:
     return None
 
 
+def context_window(llm: ChatModel) -> int | None:
+    """The model's context window in its tokens, where it (or a model it wraps, ``.inner``) says so
+    (``context_tokens``: the embedded server's); None when unknown."""
+    model: object = llm
+    while model is not None:
+        if isinstance(window := getattr(model, "context_tokens", None), int):
+            return window
+        model = getattr(model, "inner", None)
+    return None
+
+
 def send_all(llm: ChatModel, requests: Sequence[ChatRequest], concurrency: int) -> list[Callable[[], Sent]]:
     """Each request's outcome, to be waited for in request order: up to ``concurrency`` requests (and no more
     than the model serves side by side) are in flight at once, so the first reply can be used while later

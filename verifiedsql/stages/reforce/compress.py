@@ -193,12 +193,15 @@ class SchemaCompression:
     def enabled(self, options: Options) -> bool:
         return options.compress_schema
 
-    def run(self, ctx: QuestionContext, budget_tokens: int | None = None) -> None:
-        """Compress the context's schema to ``budget_tokens`` (default: the ``prompt_budget_tokens`` option)."""
+    def run(self, ctx: QuestionContext) -> None:
+        self.compress_to(ctx, ctx.options.prompt_budget_tokens)
+
+    def compress_to(self, ctx: QuestionContext, budget_tokens: int) -> None:
+        """Compress the context's schema to ``budget_tokens`` (also when the option is off: the pipeline does so
+        for a prompt over the model's context window)."""
         def sampler(schema: Schema, tables: Iterable[str]) -> Schema:
             return ctx.database.with_samples(schema, tables, ctx.deadline)
 
-        budget = ctx.options.prompt_budget_tokens if budget_tokens is None else budget_tokens
-        compressed = compress_schema(ctx.schema, ctx.question, budget, ctx.llm, ctx.report, sampler)
+        compressed = compress_schema(ctx.schema, ctx.question, budget_tokens, ctx.llm, ctx.report, sampler)
         ctx.schema_text, ctx.report.schema_compression = compressed.text, compressed.figures()
         ctx.schema = sampler(ctx.schema, compressed.tables_shown)  # what the prompt shows, with its samples
