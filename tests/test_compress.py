@@ -297,7 +297,7 @@ def test_a_window_the_model_states_compresses_the_schema_before_the_first_call(t
     rows, report, model = fakes.ask(url, QUESTION, model, candidates=2)
     lengths = [sum(len(m["content"]) for m in request.messages) for request in model.requests]
     assert rows == [(SHIPPED,)] and len(lengths) == 2 and all(length <= 6_000 for length in lengths)
-    assert any("over the model's window of 1,500" in note for note in report.notes)
+    assert any("over the window of 1,500" in note for note in report.notes)
 
 
 def test_the_schema_is_compressed_to_fit_the_window_the_server_states(tmp_path):

@@ -22,7 +22,6 @@ from .errors import (
     UnverifiedAnswerError,
 )
 from .llm.base import ChatModel
-from .llm.prompts import generation_messages
 from .report import VerificationReport
 from .results import ResultSet
 from .stages import scope
@@ -38,6 +37,7 @@ from .stages.literals import LiteralChecks
 from .stages.pvsql import ModelProbing, ValueGrounding, VerifyAndRepair
 from .stages.r3 import PeerReviewStage
 from .stages.reforce import ConsensusEnforcement, SchemaCompression
+from .stages.reforce.compress import over_window, prompt_chars
 from .stages.sampling import StopWhenSettled
 from .stages.vet import ExecutionTracing
 
@@ -109,7 +109,6 @@ def _nothing_ran(report: VerificationReport) -> str:
     return f"the end of the question, with no candidate that ran successfully ({counts}; see the report)"
 
 
-PROMPT_OVERHEAD_TOKENS = 300  # the generation prompt's instructions and question, in characters / 4 (about)
 CONTEXT_STAGES: tuple[ContextStage, ...] = (SchemaCompression(), ValueGrounding(), ModelProbing(), LiteralChecks(),
                                           VerifyAndRepair())
 """Before generation, in this order; each adds prompt context or a candidate check when its option is on."""
@@ -204,41 +203,20 @@ class Pipeline:
         else after the model refuses the prompt (``PromptTooLongError``), and the candidates are then written
         once more. A prompt that still does not fit raises ``PromptTooLongError``."""
         stop = StopWhenSettled(self.options.adaptive_confidence) if self.options.adaptive else None
-        window = context_window(self.llm)
-        if not self.options.compress_schema and window is not None and self._over(ctx, window):
-            self._compress(ctx, window, f"the prompt is about {self._prompt_chars(ctx) // 2:,} tokens, over the "
-                                        f"model's window of {window:,} less the answer's {self.options.max_tokens}")
+        compression, window = SchemaCompression(), context_window(self.llm)
+        if not self.options.compress_schema and window is not None and over_window(ctx, window):
+            with _timed(ctx.report, compression.name):
+                compression.fit_window(ctx, window, f"the prompt is about {prompt_chars(ctx) // 2:,} tokens, over "
+                                                    f"the window of {window:,} less the answer's "
+                                                    f"{self.options.max_tokens}")
         try:
             return CandidateGenerator(ctx).generate(stop=stop)
         except PromptTooLongError as error:
             if self.options.compress_schema or ctx.report.schema_compression is not None:
                 raise
-            self._compress(ctx, error.context_tokens, f"the model refused the prompt: {error}")
+            with _timed(ctx.report, compression.name):
+                compression.fit_window(ctx, error.context_tokens, f"the model refused the prompt: {error}")
             return CandidateGenerator(ctx).generate(stop=stop)
-
-    def _prompt_chars(self, ctx: QuestionContext) -> int:
-        return sum(len(message["content"]) for message in generation_messages(ctx.profile, ctx.schema_text,
-                                                                               ctx.question))
-
-    def _over(self, ctx: QuestionContext, window: int) -> bool:
-        """Whether the generation prompt may not fit ``window`` with the answer: counted at 2 characters a model
-        token (DDL with samples measured 2.25; Spider's largest prompt, 5,200 characters, fits 4,096)."""
-        return self._prompt_chars(ctx) // 2 + self.options.max_tokens > window
-
-    def _compress(self, ctx: QuestionContext, window: int | None, why: str) -> None:
-        ctx.report.notes.append(f"the schema was compressed to fit the model's context window ({why})")
-        with _timed(ctx.report, SchemaCompression.name):
-            SchemaCompression().compress_to(ctx, self._fitting_budget(window))
-
-    def _fitting_budget(self, context_tokens: int | None) -> int:
-        """A schema budget (``estimate_tokens``: characters / 4) whose prompt fits a window of ``context_tokens``
-        with room for the answer (``max_tokens``); the option's budget when the window is unknown or larger. A
-        model token is about 2.3 characters of DDL with samples, so half the window's tokens left, less the
-        instructions and the question, is a safe count of characters / 4."""
-        budget = self.options.prompt_budget_tokens
-        if context_tokens is None:
-            return budget
-        return max(1, min(budget, (context_tokens - self.options.max_tokens) // 2 - PROMPT_OVERHEAD_TOKENS))
 
     def _require(self, answer: Answer) -> None:
         """``UnverifiedAnswerError`` when the answer's tier is below the ``require`` option."""

@@ -2,16 +2,17 @@
 
 A model often writes a name with spaces or other signs as bare words (``FROM Customer Info``, ``SUM(Preis
 (EUR))``), a table that is a reserved word unquoted (``FROM order``), or a name in MySQL's backticks where the
-engine does not take them. Such SQL does not parse, or parses as
-something else (``SELECT Full Name`` selects ``Full`` as ``Name``). ``requote`` finds these names in the SQL's
-tokens and writes each as the engine's quoted identifier of the schema's name. String literals and names that
-are quoted already are left as written. Nothing here calls the model or the database.
+engine does not take them. Such SQL does not parse, or parses as something else (``SELECT Full Name`` selects
+``Full`` as ``Name``). ``requote`` finds these names in the SQL's tokens and writes each as the engine's quoted
+identifier of the schema's name. String literals and names that are quoted already are left as written.
+Nothing here calls the model or the database.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import cache
 
 import sqlglot
 from sqlglot import exp
@@ -62,8 +63,8 @@ def _spans(catalog: Catalog, sql: str, tokens: list[Token]) -> Iterator[tuple[in
 
 
 def _backticked(catalog: Catalog, sql: str, tokens: list[Token]) -> Iterator[tuple[int, int, str]]:
-    """A schema name in MySQL's backticks (```City Name```) where the dialect quotes names otherwise: its
-    tokenizer leaves each backtick an unknown sign."""
+    """A schema name in MySQL's backticks where the dialect quotes names otherwise (its tokenizer leaves each
+    backtick an unknown sign)."""
     ticks = [token for token in tokens if token.token_type == TokenType.UNKNOWN and token.text == "`"]
     names = {name.lower(): name for name in _names(catalog)}
     for opening, closing in zip(ticks[::2], ticks[1::2], strict=False):
@@ -118,7 +119,7 @@ def _reserved(catalog: Catalog, tokens: list[Token]) -> Iterator[tuple[int, int,
             yield token.start, token.end + 1, columns[word]
 
 
-
+@cache
 def _reads_as_function(name: str) -> bool:
     """Whether the name, written bare, is a call of a function SQL knows (a column named ``COUNT(*)``): such
     text in a query is that call, not the column."""

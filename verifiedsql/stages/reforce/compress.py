@@ -26,6 +26,7 @@ from typing import Any
 
 from ...config import Options
 from ...llm.base import ChatModel
+from ...llm.prompts import generation_messages
 from ...report import VerificationReport
 from ...schema import Schema, render_schema
 from ..common.grouping import TableGroup, group_tables, render_group, sample_depth
@@ -196,12 +197,43 @@ class SchemaCompression:
     def run(self, ctx: QuestionContext) -> None:
         self.compress_to(ctx, ctx.options.prompt_budget_tokens)
 
+    def fit_window(self, ctx: QuestionContext, window: int | None, why: str) -> None:
+        """Compress the context's schema so that the prompt fits a context window of ``window`` model tokens
+        (None: unknown, so to ``prompt_budget_tokens``), whether the option is on or not; a note says ``why``."""
+        ctx.report.notes.append(f"the schema was compressed to fit the model's context window ({why})")
+        self.compress_to(ctx, fitting_budget(ctx.options, window))
+
     def compress_to(self, ctx: QuestionContext, budget_tokens: int) -> None:
-        """Compress the context's schema to ``budget_tokens`` (also when the option is off: the pipeline does so
-        for a prompt over the model's context window)."""
+        """Compress the context's schema to ``budget_tokens``."""
         def sampler(schema: Schema, tables: Iterable[str]) -> Schema:
             return ctx.database.with_samples(schema, tables, ctx.deadline)
 
         compressed = compress_schema(ctx.schema, ctx.question, budget_tokens, ctx.llm, ctx.report, sampler)
         ctx.schema_text, ctx.report.schema_compression = compressed.text, compressed.figures()
         ctx.schema = sampler(ctx.schema, compressed.tables_shown)  # what the prompt shows, with its samples
+
+
+PROMPT_OVERHEAD_TOKENS = 300  # the generation prompt's instructions and question, in characters / 4 (about)
+
+
+def prompt_chars(ctx: QuestionContext) -> int:
+    """The length of the context's generation prompt, in characters."""
+    return sum(len(message["content"]) for message in generation_messages(ctx.profile, ctx.schema_text, ctx.question))
+
+
+def over_window(ctx: QuestionContext, window: int) -> bool:
+    """Whether the generation prompt may not fit a context window of ``window`` model tokens with the answer
+    (``max_tokens``): counted at 2 characters a model token (DDL with samples measured 2.25; Spider's largest
+    prompt, 5,200 characters, fits 4,096)."""
+    return prompt_chars(ctx) // 2 + ctx.options.max_tokens > window
+
+
+def fitting_budget(options: Options, window: int | None) -> int:
+    """A schema budget (``estimate_tokens``: characters / 4) whose prompt fits a window of ``window`` model tokens
+    with room for the answer; the option's budget when the window is unknown or larger. A model token is about
+    2.3 characters of DDL with samples, so half the window's tokens left, less the instructions and the
+    question, is a safe count of characters / 4."""
+    budget = options.prompt_budget_tokens
+    if window is None:
+        return budget
+    return max(1, min(budget, (window - options.max_tokens) // 2 - PROMPT_OVERHEAD_TOKENS))
