@@ -8,8 +8,6 @@ from typing import Any
 
 from sqlalchemy.dialects import registry
 
-ENGINES = ("sqlite", "postgresql", "duckdb", "snowflake")  # the engines verifiedsql runs on
-
 
 @dataclass(frozen=True)
 class Column:
@@ -72,9 +70,11 @@ def reserved_words(engine: str) -> frozenset[str]:
 
 @cache
 def reserved_anywhere() -> frozenset[str]:
-    """The words reserved on any of the engines: the prompt's DDL quotes a name that is one of them (``order``),
+    """The words reserved on any registered engine: the prompt's DDL quotes a name that is one of them (``order``),
     whatever the engine, so that the model sees it quoted."""
-    return frozenset().union(*(reserved_words(engine) for engine in ENGINES))
+    from .backends import names  # the registry imports the engines' modules, which import this one
+
+    return frozenset().union(*(reserved_words(engine) for engine in names()))
 
 
 def _quote(name: str) -> str:
