@@ -37,26 +37,26 @@ def send(llm: ChatModel, request: ChatRequest) -> Sent:
         return Sent(request, None, error, time.perf_counter() - start)
 
 
-def model_concurrency(llm: ChatModel) -> int | None:
-    """The most requests ``llm`` serves side by side, where it (or a model it wraps, ``.inner``) says so
-    (``max_concurrency``: the embedded server takes one at a time); None when it sets no limit."""
+def _declared(llm: ChatModel, attribute: str) -> int | None:
+    """The integer ``attribute`` of ``llm``, or of the first model it wraps (``.inner``) that declares it."""
     model: object = llm
     while model is not None:
-        if isinstance(limit := getattr(model, "max_concurrency", None), int):
-            return limit
+        if isinstance(value := getattr(model, attribute, None), int):
+            return value
         model = getattr(model, "inner", None)
     return None
+
+
+def model_concurrency(llm: ChatModel) -> int | None:
+    """The most requests ``llm`` serves side by side, where it (or a model it wraps) says so
+    (``max_concurrency``: the embedded server takes one at a time); None when it sets no limit."""
+    return _declared(llm, "max_concurrency")
 
 
 def context_window(llm: ChatModel) -> int | None:
-    """The model's context window in its tokens, where it (or a model it wraps, ``.inner``) says so
-    (``context_tokens``: the embedded server's); None when unknown."""
-    model: object = llm
-    while model is not None:
-        if isinstance(window := getattr(model, "context_tokens", None), int):
-            return window
-        model = getattr(model, "inner", None)
-    return None
+    """The model's context window in its tokens, where it (or a model it wraps) says so (``context_tokens``:
+    the embedded server's); None when unknown."""
+    return _declared(llm, "context_tokens")
 
 
 def send_all(llm: ChatModel, requests: Sequence[ChatRequest], concurrency: int) -> list[Callable[[], Sent]]:

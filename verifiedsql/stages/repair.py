@@ -7,9 +7,9 @@ or the database: ``proposals`` is a pure function of the schema, the dialect, th
 
 Repair classes, all from schema facts only:
 
-- **quotes**: a name with spaces or signs written as bare words, or a table named by a reserved word written
-  bare (``FROM Customer Info``, ``FROM order``), is quoted as the schema names it (``stages/requote.py``);
-  the quoted SQL is then repaired further in the next round when it still fails.
+- **quotes**: a schema name left bare where it needs quotes (spaces or signs, a reserved word, MySQL's
+  backticks: ``FROM Customer Info``, ``FROM order``) is quoted as the schema names it (``stages/requote.py``);
+  the other repairs are proposed on the quoted SQL, and a quoted SQL that fails anew is repaired next round.
 
 - **columns**: an unknown or ambiguous column is resolved against the tables in scope. A qualifier moves to
   the joined table that has the column; a name that a foreign key (or the ``<table>_id``/``id`` naming of a

@@ -55,20 +55,21 @@ def requote(catalog: Catalog, dialect: str, sql: str) -> tuple[str, tuple[str, .
 def _spans(catalog: Catalog, sql: str, tokens: list[Token]) -> Iterator[tuple[int, int, str]]:
     """(start, end, schema name) of each bare occurrence to quote, none overlapping."""
     taken: list[tuple[int, int]] = []
-    found = (*_backticked(catalog, sql, tokens), *_multi_token(catalog, sql, tokens), *_reserved(catalog, tokens))
+    names = _names(catalog)
+    found = (*_backticked(names, sql, tokens), *_multi_token(names, sql, tokens), *_reserved(catalog, tokens))
     for start, stop, name in found:
         if all(stop <= s or start >= e for s, e in taken):
             taken.append((start, stop))
             yield start, stop, name
 
 
-def _backticked(catalog: Catalog, sql: str, tokens: list[Token]) -> Iterator[tuple[int, int, str]]:
+def _backticked(names: list[str], sql: str, tokens: list[Token]) -> Iterator[tuple[int, int, str]]:
     """A schema name in MySQL's backticks where the dialect quotes names otherwise (its tokenizer leaves each
     backtick an unknown sign)."""
     ticks = [token for token in tokens if token.token_type == TokenType.UNKNOWN and token.text == "`"]
-    names = {name.lower(): name for name in _names(catalog)}
+    by_lower = {name.lower(): name for name in names}
     for opening, closing in zip(ticks[::2], ticks[1::2], strict=False):
-        name = names.get(sql[opening.end + 1:closing.start].lower())
+        name = by_lower.get(sql[opening.end + 1:closing.start].lower())
         if name is not None:
             yield opening.start, closing.end + 1, name
 
@@ -80,12 +81,12 @@ def _names(catalog: Catalog) -> list[str]:
     return sorted(names, key=lambda name: (-len(name), name))
 
 
-def _multi_token(catalog: Catalog, sql: str, tokens: list[Token]) -> Iterator[tuple[int, int, str]]:
+def _multi_token(names: list[str], sql: str, tokens: list[Token]) -> Iterator[tuple[int, int, str]]:
     """Names that the SQL writes as two or more bare tokens (``Customer Info``, ``Preis (EUR)``,
     ``18_49_Rating_Share``), matched in any case, with any whitespace where the name has a space."""
     starts = {token.start: index for index, token in enumerate(tokens)}
     ends = {token.end + 1: index for index, token in enumerate(tokens)}
-    for name in _names(catalog):
+    for name in names:
         if _PLAIN.fullmatch(name) or _reads_as_function(name):
             continue
         pattern = r"\s+".join(re.escape(word) for word in name.split())
