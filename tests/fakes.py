@@ -12,7 +12,7 @@ import sqlalchemy as sa
 import verifiedsql
 from verifiedsql.database import Database
 from verifiedsql.deadline import Deadline
-from verifiedsql.llm.base import ChatModel, ChatRequest, ChatResponse
+from verifiedsql.llm.base import ChatModel, ChatRequest, ChatResponse, TokenScores
 from verifiedsql.report import VerificationReport
 from verifiedsql.stages.context import QuestionContext
 
@@ -26,7 +26,8 @@ class ScriptedChatModel:
     are the same for every reply."""
 
     def __init__(self, script: Script | Sequence[Reply], *, name: str = "scripted", prompt_tokens: int = 10,
-                 completion_tokens: int = 5, seconds: float = 0.0) -> None:
+                 completion_tokens: int = 5, seconds: float = 0.0,
+                 logprob: Callable[[ChatRequest, str], float] | None = None) -> None:
         self._lock = threading.Lock()
         if not callable(script):
             replies = list(script)
@@ -41,6 +42,9 @@ class ScriptedChatModel:
         self.requests: list[ChatRequest] = []
         self._name = name
         self.usage = (prompt_tokens, completion_tokens, seconds)
+        # token scores where the request asks for them: every character of the reply a token, with this
+        # log-probability (a function of the request and the reply), as a server that gives logprobs would
+        self.logprob = logprob
 
     @property
     def name(self) -> str:
@@ -53,8 +57,12 @@ class ScriptedChatModel:
         if isinstance(reply, BaseException):
             raise reply
         prompt_tokens, completion_tokens, seconds = self.usage
+        scores = None
+        if self.logprob is not None and request.logprobs and reply:
+            value = self.logprob(request, reply)
+            scores = TokenScores(tuple(reply), (value,) * len(reply), (0.5,) * len(reply))
         return ChatResponse(text=reply, model=self._name, prompt_tokens=prompt_tokens,
-                            completion_tokens=completion_tokens, seconds=seconds)
+                            completion_tokens=completion_tokens, seconds=seconds, scores=scores)
 
     def purposes(self) -> list[str]:
         """The purpose of every request, in order."""

@@ -71,6 +71,13 @@ class Options:
     # P(the leading result is the majority) >= adaptive_confidence; at most `candidates` in all
     adaptive: bool = False
     adaptive_confidence: float = 0.9
+    # a calibrated chance of being right (report.probability) where the model gives token log-probabilities:
+    # the fit in this file (written by `verifiedsql bench calibrate`); None: the one shipped for the embedded
+    # model, if any; "off" (or no fit): the tiers follow the vote-based rule, and the report says so
+    calibration: str | None = None
+    # draw the greedy candidate first and answer with it alone when its calibrated probability clears the fit's
+    # stop threshold; else draw the rest (stages/confidence.py). Needs a calibration with a stop threshold
+    sure_stop: bool = False
     # model requests of one question sent side by side (the candidates; recorded in candidate order)
     concurrency: int = 5
     max_refinements: int = 2

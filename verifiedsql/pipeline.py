@@ -28,13 +28,15 @@ from .stages import scope
 from .stages.base import ContextStage, Pool, PoolStage
 from .stages.calls import context_window
 from .stages.cluster import cluster_runs, select_majority
+from .stages.confidence import StopWhenSure, apply_calibration, calibration_for
 from .stages.context import QuestionContext
 from .stages.dpc import DualParadigmTesting
 from .stages.evidence import DEFAULT_RULE as TIER_RULE
 from .stages.evidence import doubt_for, gather_evidence, vote_count, vote_share
-from .stages.generate import CandidateGenerator, CandidateRun
+from .stages.generate import CandidateGenerator, CandidateRun, StopRule
 from .stages.literals import LiteralChecks
 from .stages.pvsql import ModelProbing, ValueGrounding, VerifyAndRepair
+from .stages.pvsql.stated import stated_constraints
 from .stages.r3 import PeerReviewStage
 from .stages.reforce import ConsensusEnforcement, SchemaCompression
 from .stages.reforce.compress import over_window, prompt_chars
@@ -136,6 +138,7 @@ class Pipeline:
         self.options = options
         self.context_stages = context_stages
         self.pool_stages = pool_stages
+        self.calibration = calibration_for(options, llm.name)
 
     def answer(self, question: object) -> Answer:
         text = clean_question(question, self.options.max_question_chars)
@@ -202,7 +205,7 @@ class Pipeline:
         the schema compressed to fit it: before the first call where the window is known (the embedded model's),
         else after the model refuses the prompt (``PromptTooLongError``), and the candidates are then written
         once more. A prompt that still does not fit raises ``PromptTooLongError``."""
-        stop = StopWhenSettled(self.options.adaptive_confidence) if self.options.adaptive else None
+        stop = self._stop_rule(ctx)
         compression, window = SchemaCompression(), context_window(self.llm)
         if not self.options.compress_schema and window is not None and over_window(ctx, window):
             with _timed(ctx.report, compression.name):
@@ -217,6 +220,13 @@ class Pipeline:
             with _timed(ctx.report, compression.name):
                 compression.fit_window(ctx, error.context_tokens, f"the model refused the prompt: {error}")
             return CandidateGenerator(ctx).generate(stop=stop)
+
+    def _stop_rule(self, ctx: QuestionContext) -> StopRule | None:
+        """What may end the drawing of candidates early: the calibrated greedy probability (``sure_stop``, where
+        the model's fit has a stop threshold), else the settled vote (``adaptive``), else nothing."""
+        if self.options.sure_stop and self.calibration is not None and self.calibration.stop is not None:
+            return StopWhenSure(ctx, self.calibration, stated_constraints)
+        return StopWhenSettled(self.options.adaptive_confidence) if self.options.adaptive else None
 
     def _require(self, answer: Answer) -> None:
         """``UnverifiedAnswerError`` when the answer's tier is below the ``require`` option."""
@@ -252,4 +262,5 @@ class Pipeline:
             )
         report.evidence = gather_evidence(ctx, pool, timed_out=report.timed_out)
         report.confidence = TIER_RULE.tier_of(report.evidence, vote_share(pool), vote_count(pool))
+        apply_calibration(ctx, pool, self.calibration, stated_constraints)
         return Answer(sql=report.sql, result=result, report=report)

@@ -174,6 +174,21 @@ class LiteralCheck:
 
 
 @dataclass
+class Certainty:
+    """The model's own token log-probabilities over the SQL a candidate wrote (where the endpoint gives them):
+    mean, lowest and sum over the SQL's tokens, the mean over the tokens of schema names and of literals (None
+    where the SQL has none), and the mean entropy of the top alternatives."""
+
+    tokens: int
+    mean: float
+    low: float
+    total: float
+    names: float | None
+    literals: float | None
+    entropy: float
+
+
+@dataclass
 class Candidate:
     """One generated SQL, how it fared, and which result cluster it landed in."""
 
@@ -192,6 +207,7 @@ class Candidate:
     # schema_repair: what the deterministic repair changed, e.g. "T2.Population -> T1.Population (column of country)"
     fixes: list[str] = field(default_factory=list)
     literals: list[LiteralCheck] = field(default_factory=list)  # check_literals: each literal looked up
+    certainty: Certainty | None = None  # the model's log-probabilities over the SQL it wrote, where given
 
     @property
     def literal_hints(self) -> tuple[str, ...]:
@@ -333,6 +349,13 @@ class VerificationReport:
     dialect: str
     sql: str | None = None
     confidence: Confidence = "unverified"  # the tier the evidence supports
+    # the calibrated chance that the answer is right (stages/calibration.py); None where the model gave no token
+    # log-probabilities or has no calibration: then the tier follows the vote-based rule (``confidence_from``)
+    probability: float | None = None
+    confidence_from: str = "vote"  # "vote" (the rule over the vote and evidence) or "calibration"
+    # what the calibration read: the answer's features, and the greedy candidate's alone (when it ran)
+    features: dict[str, float] = field(default_factory=dict)
+    first_features: dict[str, float] = field(default_factory=dict)
     reason: str = ""
     vote: Vote = "unverified"  # what the candidates' vote said
     evidence: list[Evidence] = field(default_factory=list)

@@ -56,6 +56,18 @@ def add_bench_commands(subparsers: Any) -> None:
     tiers.add_argument("--seed", type=int, default=0, help="the seed of the split into halves (default 0)")
     tiers.add_argument("--json", action="store_true", help="print the figures as JSON")
     tiers.set_defaults(handler=run_tiers_command)
+    calibrate = commands.add_parser("calibrate", help="fit the calibrated confidence (report.probability, its tiers "
+                                                      "and the sure stop) on one seeded half of a run's records, "
+                                                      "report it on the other")
+    calibrate.add_argument("records", type=Path, help="a run's JSONL records (written by `bench spider` with a model "
+                                                      "that gives token log-probabilities)")
+    calibrate.add_argument("--strategy", default="default", help="the strategy whose answers are fitted")
+    calibrate.add_argument("--seed", type=int, default=0, help="the seed of the split into halves (default 0)")
+    calibrate.add_argument("--model", help="the model the fit is for (default: the records' model)")
+    calibrate.add_argument("--out", type=Path, help="write the fit here (load it with the calibration option)")
+    calibrate.add_argument("--plot", type=Path, help="draw the risk-coverage curves into this PNG")
+    calibrate.add_argument("--json", action="store_true", help="print the figures as JSON")
+    calibrate.set_defaults(handler=run_calibrate_command)
     compare = commands.add_parser("compare", help="runs side by side on the questions all of them answered "
                                                   "(e.g. SQLite and PostgreSQL on the same seeded questions)")
     compare.add_argument("runs", nargs="+", help="RECORDS.jsonl:STRATEGY, two or more")
@@ -125,7 +137,31 @@ def run_tiers_command(args: argparse.Namespace) -> int:
 
     records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]
     figures = fit_and_report(records, args.strategy, args.seed)
+    if any(r.get("features") for r in records if r.get("strategy") == args.strategy):
+        from .calibrate import calibrate
+
+        _, calibrated = calibrate(records, args.strategy, "model", args.seed)
+        figures.update({key: calibrated[key] for key in ("aurc", "aurc_vote", "ex", "calls_per_question")})
     print(json.dumps(figures, indent=2) if args.json else render(figures))
+    return 0
+
+
+def run_calibrate_command(args: argparse.Namespace) -> int:
+    import json
+
+    from .calibrate import calibrate, render
+
+    records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]
+    model = args.model or next((str(r["model"]) for r in records if r.get("model")), "model")
+    calibration, figures = calibrate(records, args.strategy, model, args.seed)
+    if args.out:
+        args.out.write_text(json.dumps(calibration.to_json(), indent=1) + "\n")
+    if args.plot:
+        from .report import risk_coverage_plot
+
+        risk_coverage_plot(figures, args.plot)
+    shown = {k: v for k, v in figures.items() if not k.startswith("risk_coverage")}
+    print(json.dumps(shown, indent=2) if args.json else render(figures))
     return 0
 
 

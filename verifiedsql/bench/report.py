@@ -187,6 +187,34 @@ def chart(summaries: dict[str, Summary], path: Path) -> Path | None:
     return path
 
 
+def risk_coverage_plot(figures: dict[str, Any], path: Path) -> Path | None:
+    """The risk-coverage curves of ``bench calibrate``'s figures (calibrated against the vote-based rule); None
+    without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    for key, label in (("risk_coverage", f"calibrated probability (AURC {figures['aurc']:.3f})"),
+                       ("risk_coverage_vote", f"vote-based tiers (AURC {figures['aurc_vote']:.3f})")):
+        points = figures.get(key) or []
+        ax.step([c for c, _ in points], [100 * r for _, r in points], where="post", label=label)
+    ax.set_xlabel("coverage (share of questions answered, most confident first)")
+    ax.set_ylabel("risk (% of those answers wrong)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 100)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(f"{figures['strategy']}: {figures['report_questions']} held-out questions", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def write_outputs(config: SpiderConfig, name: str, records: list[dict[str, Any]],
                   summaries: dict[str, Summary]) -> dict[str, Path]:
     """``<name>.json``, ``<name>.md`` and ``<name>.png`` in the output folder (``name`` may hold dots:

@@ -84,6 +84,10 @@ def report_fields(report: VerificationReport | None) -> dict[str, Any]:
         "vote": report.vote if report else None,
         "vote_share": _vote_share(report),
         "evidence": [[e.check, e.verdict] for e in report.evidence] if report else [],
+        "probability": report.probability if report else None,
+        "confidence_from": report.confidence_from if report else None,
+        "features": dict(report.features) if report else {},
+        "first_features": dict(report.first_features) if report else {},
         **_stage_fields(report),
     }
 
@@ -162,6 +166,7 @@ def answer_one(pipeline: Pipeline, example: Example, gold: Gold, grader: Candida
     candidates = [
         {"index": c.index, "origin": c.origin, "sql": c.sql, "status": c.status, "cluster": c.cluster,
          "error": (c.error or "")[:300] or None, "correct": c.status == "ok" and grader.correct(c.sql),
+         "attempts": len(c.attempts),
          **({"fixes": list(c.fixes)} if c.fixes else {})}
         for c in (report.candidates if report else [])
     ]

@@ -24,6 +24,25 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     purpose: LLMPurpose = "generate"  # recorded in the report; not part of the cache key
     timeout_s: float | None = None  # caps this call's time budget (the question's time left); not in the key
+    # ask for the tokens' log-probabilities where the endpoint gives them; not in the key (the answer is the same)
+    logprobs: bool = False
+
+
+TOP_LOGPROBS = 5  # alternatives asked for at each position; a token's entropy is over these, renormalised
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    """What the model thought of each token it wrote: the token's text, its log-probability, and the entropy
+    (nats) of the top ``TOP_LOGPROBS`` alternatives at its position, renormalised (0 where none were given)."""
+
+    tokens: tuple[str, ...]
+    logprobs: tuple[float, ...]
+    entropies: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not len(self.tokens) == len(self.logprobs) == len(self.entropies):
+            raise ValueError("token scores need one log-probability and one entropy per token")
 
 
 @dataclass(frozen=True)
@@ -35,6 +54,7 @@ class ChatResponse:
     seconds: float
     cached: bool = False
     finish_reason: str | None = None  # as the server said; not recorded by the cache
+    scores: TokenScores | None = None  # the tokens' log-probabilities, where asked for and given
 
     @property
     def truncated(self) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import ConfigurationError, LLMError, ReplayMissError
+from . import scores
 from .base import ChatModel, ChatRequest, ChatResponse
 from .portable import portable
 
@@ -34,7 +35,8 @@ CREATE TABLE IF NOT EXISTS responses (
     completion_tokens INTEGER NOT NULL,
     seconds REAL NOT NULL,
     purpose TEXT,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    scores TEXT
 )
 """
 
@@ -92,6 +94,10 @@ class RecordingChatModel:
             self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
+            if "scores" not in columns and mode == "readwrite":  # a cache recorded before scores were kept
+                self._db.execute("ALTER TABLE responses ADD COLUMN scores TEXT")
+            self._has_scores = "scores" in columns or mode == "readwrite"
         except sqlite3.Error as exc:
             raise ConfigurationError(f"cannot open the LLM cache {self.path}: {exc}; check the path.") from exc
 
@@ -126,26 +132,38 @@ class RecordingChatModel:
         try:
             with self._lock:
                 row = self._db.execute(
-                    "SELECT text, response_model, prompt_tokens, completion_tokens, seconds "
-                    "FROM responses WHERE key = ?",
+                    "SELECT text, response_model, prompt_tokens, completion_tokens, seconds, "
+                    f"{'scores' if self._has_scores else 'NULL'} FROM responses WHERE key = ?",
                     (key,),
                 ).fetchone()
         except sqlite3.Error as exc:
             raise LLMError(f"cannot read the LLM cache {self.path}: {exc}.") from exc
         if row is None:
             return None
+        text, model, prompt_tokens, completion_tokens, seconds = row[:5]
+        if not (isinstance(text, str) and isinstance(model, str) and _count(prompt_tokens)
+                and _count(completion_tokens) and isinstance(seconds, (int, float))):
+            raise LLMError(f"the LLM cache {self.path} holds a malformed entry (key {key[:12]}): its text, model, "
+                           "token counts or seconds are not of the types it records. The file was edited or is "
+                           "not a verifiedsql cache: record it again, or delete that entry.")
         return ChatResponse(
             text=row[0], model=row[1], prompt_tokens=row[2], completion_tokens=row[3],
-            seconds=row[4], cached=True,
+            seconds=row[4], cached=True, scores=scores.loads(row[5]),
         )
 
     def _store(self, key: str, payload: str, request: ChatRequest, response: ChatResponse) -> None:
         try:
             with self._lock:
                 self._db.execute(
-                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO responses (key, model, request, text, response_model, prompt_tokens, "
+                    "completion_tokens, seconds, purpose, created, scores) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (key, self._name, payload, response.text, response.model, response.prompt_tokens,
-                     response.completion_tokens, response.seconds, request.purpose, time.time()),
+                     response.completion_tokens, response.seconds, request.purpose, time.time(),
+                     scores.dumps(response.scores)),
                 )
         except sqlite3.Error as exc:
             raise LLMError(f"cannot write the LLM cache {self.path}: {exc}.") from exc
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -22,7 +22,8 @@ from ..errors import LLMError, PromptTooLongError
 from ..redact import secrets as scrub_secrets
 from ..redact import split_credentials, url_secrets, url_without_credentials
 from ..watchdog import run_within
-from .base import ChatRequest, ChatResponse
+from .base import TOP_LOGPROBS, ChatRequest, ChatResponse
+from .scores import from_openai
 
 MAX_RETRY_AFTER_S = 30.0
 _MIN_ATTEMPT_S = 0.05
@@ -69,6 +70,7 @@ class OpenAIChatModel:
         self.max_retries = max(0, int(max_retries))
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
+        self._logprobs = True  # whether to ask for log-probabilities (off once the endpoint refuses them)
         self._client = openai.OpenAI(
             base_url=split_credentials(base_url)[0], api_key=api_key or "not-needed", timeout=self.timeout_s,
             max_retries=0, http_client=_http_client(split_credentials(base_url)[1], use_env_proxy),
@@ -112,6 +114,9 @@ class OpenAIChatModel:
             kwargs["seed"] = request.seed
         if request.stop:
             kwargs["stop"] = list(request.stop)
+        if request.logprobs and self._logprobs:
+            kwargs["logprobs"], kwargs["top_logprobs"] = True, TOP_LOGPROBS
+        sent = time.monotonic()
         try:  # the client's timeout is per read; the watchdog ends the whole attempt at ``timeout``
             completion = run_within(lambda: self._client.chat.completions.create(timeout=timeout, **kwargs),
                                     timeout, _TotalTimeout, grace_s=0.0, name="verifiedsql-llm")
@@ -123,6 +128,9 @@ class OpenAIChatModel:
         except openai.APIConnectionError as exc:
             raise _Retryable(f"cannot connect ({exc.__cause__ or exc})", self._connect_hint()) from exc
         except openai.APIStatusError as exc:
+            if "logprobs" in kwargs and exc.status_code in (400, 422) and "logprob" in (exc.message or "").lower():
+                self._logprobs = False  # this endpoint refuses them: ask again without, and never ask again
+                return self._attempt(request, timeout - (time.monotonic() - sent), start, budget)
             raise self._status_error(exc) from exc
         except (openai.OpenAIError, ValueError, TypeError, KeyError) as exc:
             raise _Retryable(f"unusable answer ({type(exc).__name__}: {exc})", _MALFORMED_HINT) from exc
@@ -150,6 +158,7 @@ class OpenAIChatModel:
             completion_tokens=completion_tokens,
             seconds=seconds,
             finish_reason=getattr(choices[0], "finish_reason", None),
+            scores=from_openai(getattr(choices[0], "logprobs", None)) if request.logprobs else None,
         )
 
     def _status_error(self, exc: openai.APIStatusError) -> Exception:

@@ -21,6 +21,7 @@ from ..report import Candidate, CandidateStatus, VerificationReport
 from ..results import ResultSet
 from ..safety import UNPARSEABLE, outermost_orders, parse_one_query
 from .calls import model_concurrency
+from .certainty import certainty
 from .context import QuestionContext
 from .repair import repair_failure
 from .schema_facts import schema_facts
@@ -192,12 +193,16 @@ class CandidateGenerator:
         concurrency = min(self.options.concurrency, model_concurrency(self.ctx.llm) or self.options.concurrency)
         first = 1 if concurrency <= 1 else total if stop is None else max(1, stop.earliest)
         yield range(0, min(first, total))
+        if concurrency > 1 and getattr(stop, "decides_once", False):  # no stop after the first wave: the rest together
+            if first < total:
+                yield range(first, total)
+            return
         yield from (range(index, index + 1) for index in range(min(first, total), total))
 
     def _request(self, prompt: tuple[Message, ...], index: int) -> ChatRequest:
         """Candidate ``index``'s request: greedy (temperature 0) first, then samples; the seed is the index."""
         return ChatRequest(messages=prompt, temperature=0.0 if index == 0 else self.options.temperature,
-                           max_tokens=self.options.max_tokens, seed=index, purpose="generate")
+                           max_tokens=self.options.max_tokens, seed=index, purpose="generate", logprobs=True)
 
     def _run_with_refinement(
         self,
@@ -211,7 +216,9 @@ class CandidateGenerator:
         if (shared := seen.ended(sql_of(reply))) is not None:  # the same SQL as an earlier candidate's
             report.notes.append(f"candidate {candidate.index}: the same SQL as candidate {shared.candidate.index}, "
                                 "whose outcome it shares (not run or refined again)")
+            candidate.certainty = certainty(reply, sql_of(reply), seen.dialect)
             return _adopted(candidate, shared, seen)
+        source = reply  # the reply that wrote the candidate's SQL (before any repair)
         for attempt in range(self.options.max_refinements + 1):
             execution = self._execute_once(reply, seen)
             if self.options.schema_repair and _repairable(execution):
@@ -226,7 +233,7 @@ class CandidateGenerator:
                 self._facts(candidate.sql, execution.error or ""),
             )
             request = ChatRequest(messages=messages, temperature=0.0, max_tokens=self.options.max_tokens,
-                                  seed=candidate.index, purpose="refine")
+                                  seed=candidate.index, purpose="refine", logprobs=True)
             try:
                 reply = self.ctx.call(request)
             except (LLMError, QuestionTimeoutError) as error:
@@ -240,7 +247,8 @@ class CandidateGenerator:
                                     if _shown(reply) == candidate.sql else
                                     f"candidate {candidate.index}: the refinement returned SQL that already failed")
                 break
-            candidate.sql = _shown(reply)
+            candidate.sql, source = _shown(reply), reply
+        candidate.certainty = certainty(source, sql_of(source), seen.dialect)
         run = CandidateRun(candidate, execution.result, execution.ordered)
         if execution.result is not None:
             candidate.row_count = execution.result.row_count
