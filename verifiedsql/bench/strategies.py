@@ -64,6 +64,11 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # The same candidate requests as default / self-consistency, drawn one at a time: drawing stops once the
     # vote is settled (adaptive sampling, stages/sampling.py), so later candidates are never asked for.
     "default-adaptive": {"candidates": 5, **DEFAULT_ON, "adaptive": True},
+    # The default pipeline with the calibrated confidence (the fit shipped for the model: tiers from
+    # report.probability), and with the sure stop too (the greedy candidate alone when the fit is sure of it).
+    # The same candidate requests as default's (the sure stop's first is default's greedy one).
+    "default+calibrated": {"candidates": 5, **DEFAULT_ON, "calibration": None},
+    "default+sure": {"candidates": 5, **DEFAULT_ON, "calibration": None, "sure_stop": True},
     # The default pipeline with the model scope check (one call per answer below probable, or with none): the
     # library's default with the embedded models (LIBRARY_DEFAULT). Its NO ends a question only where half the
     # question's words name nothing in the database; default+scope-alone lets the NO alone decide (the fit).
@@ -101,7 +106,8 @@ def parse_strategies(text: str) -> list[str]:
 # strategy's name means the same pipeline as when its figures were recorded (``+repair`` turns repair on).
 # The scope check's default depends on the model (``Options.checks_scope``), so every strategy pins it.
 BASELINE: dict[str, Any] = {name: False for name in DEFAULT_ON} | {"schema_facts": False, "schema_hints": False,
-                                                                   "scope_check": False}
+                                                                   "scope_check": False, "calibration": "off",
+                                                                   "sure_stop": False}
 
 LIBRARY_DEFAULT = "default+scope"  # the strategy that is the library's default pipeline with the embedded models
 

@@ -4,8 +4,7 @@ The recorded reply is fed back to the embedded model after its prompt (teacher f
 tokens gets the log-probability the model gives it there, with the entropy of the top alternatives: the
 numbers the server returns with ``"logprobs": true`` while it writes the reply (both read the model's raw
 logits). The reply's text, and so every figure replayed from the cache, stays as recorded. Requests that
-share a prompt (a question's candidates) read the prompt once, and prompts on the same schema read only what
-differs from the one before. Resumable: only entries with no scores are
+share a prompt (a question's candidates) read the prompt once. Resumable: only entries with no scores are
 scored, and each is written as soon as it is done.
 """
 
@@ -113,7 +112,7 @@ def _unscored(db: sqlite3.Connection, purposes: Sequence[str]) -> Iterator[tuple
     grouped: dict[str, list[tuple[str, str]]] = {}
     for key, messages, text in rows:
         grouped.setdefault(messages, []).append((key, text))
-    # prompts in text order: those on the same schema (which comes before the question) follow each other, so
-    # each reads only what differs from the one before
-    yield from sorted(grouped.items())
+    # prompts in the order first recorded (a benchmark's seeded question order), so that a run stopped early
+    # has scored a prefix of its questions that a replay of the first N covers
+    yield from grouped.items()
 
