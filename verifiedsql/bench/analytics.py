@@ -19,9 +19,11 @@ import hashlib
 import importlib.util
 import json
 import random
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigurationError
@@ -103,14 +105,26 @@ def build_data(set_dir: Path, target: Path) -> Path:
     stamp = Path(target) / _STAMP
     if stamp.exists() and stamp.read_text().strip() == digest:
         return Path(target)
-    spec = importlib.util.spec_from_file_location("verifiedsql_analytics_generator", generator)
+    load_generator(set_dir).build(Path(target))
+    stamp.write_text(digest + "\n")
+    return Path(target)
+
+
+def load_generator(set_dir: Path) -> ModuleType:
+    """The set's ``generate.py`` as a module (its ``build(folder)`` writes the databases)."""
+    generator = Path(set_dir) / "generate.py"
+    name = f"verifiedsql_analytics_generator_{hashlib.sha256(str(generator.resolve()).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, generator)
     if spec is None or spec.loader is None:
         raise ConfigurationError(f"cannot load {generator} as a Python module.")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.build(Path(target))
-    stamp.write_text(digest + "\n")
-    return Path(target)
+    sys.modules[name] = module  # its dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 
 
 @dataclass

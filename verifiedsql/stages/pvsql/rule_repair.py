@@ -5,13 +5,13 @@ its sqlglot AST and run again through both safety layers (``execute_candidate``)
 becomes the candidate's SQL and is recorded as the schema repair records its own (``candidate.attempts``,
 ``candidate.fixes``). No model is called and no prompt changes.
 
-The rules left broken after repair, with PV-SQL's constraints (``constraints.py``) that the SQL does not meet,
-become the candidate's ``violations``: the chosen candidate's are the ``constraints`` evidence.
+The rules left broken after repair become the candidate's ``violations``: the chosen candidate's are the
+``constraints`` evidence. PV-SQL's other constraints (``constraints.py``) are not held against it here: on
+analytics questions they misread "how many days" as a count and ``COUNT(*) / COUNT(DISTINCT ...)`` as no average,
+and ``verify`` (whose repair prompts quote them) reads them as they are.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -21,7 +21,6 @@ from ...errors import UnsafeSQLError
 from ...safety import parse_one_query
 from ..context import QuestionContext
 from ..generate import CandidateRun, Execution, execute_candidate
-from .constraints import Constraint, check_constraints, extract_constraints
 from .rules import Env, Rules, problems, read_rules, repair
 
 # what reading or rewriting an odd tree can raise: the candidate is then left as it is
@@ -29,8 +28,8 @@ _READ_ERRORS = (SqlglotError, RecursionError, ValueError, KeyError, AttributeErr
 
 
 class ConstraintRepair:
-    """Context stage (option ``constraint_repair``): the question's rules and constraints go into
-    ``report.constraints``, and every candidate goes through ``RuleRepairer.check``."""
+    """Context stage (option ``constraint_repair``): the question's rules go into ``report.constraints``, and
+    every candidate goes through ``RuleRepairer.check``."""
 
     name = "constraints"
 
@@ -38,18 +37,17 @@ class ConstraintRepair:
         return options.constraint_repair
 
     def run(self, ctx: QuestionContext) -> None:
-        rules, constraints = read_rules(ctx.question), extract_constraints(ctx.question)
-        ctx.report.constraints = [c.describe() for c in constraints] + rules.describe()
-        ctx.candidate_checks.append(RuleRepairer(ctx, rules, constraints).check)
+        rules = read_rules(ctx.question)
+        ctx.report.constraints = rules.describe()
+        ctx.candidate_checks.append(RuleRepairer(ctx, rules).check)
 
 
 class RuleRepairer:
     """The rule repair of one question's candidates; a repaired SQL is run once for the question."""
 
-    def __init__(self, ctx: QuestionContext, rules: Rules, constraints: Sequence[Constraint]) -> None:
+    def __init__(self, ctx: QuestionContext, rules: Rules) -> None:
         self.ctx = ctx
         self.rules = rules
-        self.constraints = list(constraints)
         profile = ctx.database.profile
         self.env = Env(profile.sqlglot_dialect, profile.name, ctx.schema)
         self.runs: dict[str, Execution] = {}
@@ -57,21 +55,20 @@ class RuleRepairer:
     def check(self, run: CandidateRun) -> CandidateRun:
         """The run as it was, or its repair when one applies and runs; the candidate's violations are what its
         final SQL still breaks."""
-        if run.result is None:
+        if run.result is None or not self.rules.any:
             return run
         candidate = run.candidate
         try:
             tree = parse_one_query(candidate.sql, self.ctx.database.profile)
         except UnsafeSQLError:  # it ran, so the guard read it once; nothing to hold against it
             return run
-        if self.rules.any:
-            try:
-                repaired, fixes = repair(tree, self.rules, self.env)
-                sql = repaired.sql(dialect=self.env.dialect) if fixes else candidate.sql
-            except _READ_ERRORS:
-                fixes, sql = [], candidate.sql
-            if fixes and sql != candidate.sql:
-                run, tree = self._rerun(run, sql, fixes, tree, repaired)
+        try:
+            repaired, fixes = repair(tree, self.rules, self.env)
+            sql = repaired.sql(dialect=self.env.dialect) if fixes else candidate.sql
+        except _READ_ERRORS:
+            repaired, fixes, sql = tree, [], candidate.sql
+        if fixes and sql != candidate.sql:
+            run, tree = self._rerun(run, sql, fixes, tree, repaired)
         candidate.violations = self._violations(tree)
         if not candidate.violations:
             candidate.checks.append("constraints")
@@ -96,13 +93,8 @@ class RuleRepairer:
         return CandidateRun(candidate, execution.result, execution.ordered), repaired
 
     def _violations(self, tree: exp.Expr) -> list[str]:
-        """The rules ``tree`` still breaks, then the question's constraints it does not meet."""
+        """The rules ``tree`` still breaks."""
         try:
-            found = problems(tree, self.rules, self.env)
+            return problems(tree, self.rules, self.env)
         except _READ_ERRORS:
-            found = []
-        try:
-            found += [v.message for v in check_constraints(tree, self.constraints, self.ctx.database.profile)]
-        except (UnsafeSQLError, *_READ_ERRORS):
-            pass
-        return found
+            return []
