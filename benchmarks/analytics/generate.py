@@ -190,7 +190,8 @@ def _saas(rng: random.Random) -> tuple[list[Table], Rows]:
     plans = [(1, "Basic", 19.0), (2, "Pro", 49.0), (3, "Team", 99.0), (4, "Enterprise", 299.0)]
     accounts = [(i, f"Company {i:03d}", rng.choice(["US", "DE", "FR", "GB", "BR", "JP"]),
                  _day(rng, START, dt.date(2024, 9, 30)).isoformat()) for i in range(1, 201)]
-    subscriptions, invoices = [], []
+    subscriptions: list[tuple[Any, ...]] = []
+    invoices: list[tuple[Any, ...]] = []
     for account in accounts:
         created = dt.date.fromisoformat(account[3])
         for _ in range(rng.choice([1, 1, 1, 2])):

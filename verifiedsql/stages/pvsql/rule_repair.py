@@ -59,7 +59,7 @@ class RuleRepairer:
             return run
         candidate = run.candidate
         try:
-            tree = parse_one_query(candidate.sql, self.ctx.database.profile)
+            tree: exp.Expr = parse_one_query(candidate.sql, self.ctx.database.profile)
         except UnsafeSQLError:  # it ran, so the guard read it once; nothing to hold against it
             return run
         try:
