@@ -72,7 +72,8 @@ def test_each_method_package_says_what_it_is(method):
 
 
 def test_the_pipeline_lists_stages_of_one_shape_in_order():
-    assert [s.name for s in pipeline.CONTEXT_STAGES] == ["compress", "ground", "probe", "literals", "verify"]
+    assert [s.name for s in pipeline.CONTEXT_STAGES] == ["compress", "ground", "probe", "literals", "constraints",
+                                                         "verify"]
     assert [s.name for s in pipeline.POOL_STAGES] == ["consensus", "vet", "review", "dpc"]
     for stage in pipeline.CONTEXT_STAGES:
         assert list(inspect.signature(stage.enabled).parameters) == ["options"]

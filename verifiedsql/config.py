@@ -116,6 +116,10 @@ class Options:
     # not name, a literal stored in a linked table) as less than one: it must lead by two (stages/evidence.py)
     weigh_evidence: bool = True
     verify: bool = False  # check each candidate that ran against the question's constraints and repair it
+    # repair each candidate that ran, on its AST, to the arithmetic the question's words ask for (a ratio is not
+    # scaled by 100 and a percentage is, "A to B" divides by B, no integer division, days by date arithmetic,
+    # distinct counts: stages/pvsql/rules.py); what it still breaks is evidence. Off until measured (issue 37)
+    constraint_repair: bool = False
     max_repairs: int = 3
     probe: bool = False  # let the model run exploratory queries first; findings go into the prompt
     max_probes: int = 5

@@ -35,7 +35,7 @@ from .stages.evidence import DEFAULT_RULE as TIER_RULE
 from .stages.evidence import doubt_for, gather_evidence, vote_count, vote_share
 from .stages.generate import CandidateGenerator, CandidateRun, StopRule
 from .stages.literals import LiteralChecks
-from .stages.pvsql import ModelProbing, ValueGrounding, VerifyAndRepair
+from .stages.pvsql import ConstraintRepair, ModelProbing, ValueGrounding, VerifyAndRepair
 from .stages.pvsql.stated import stated_constraints
 from .stages.r3 import PeerReviewStage
 from .stages.reforce import ConsensusEnforcement, SchemaCompression
@@ -112,7 +112,7 @@ def _nothing_ran(report: VerificationReport) -> str:
 
 
 CONTEXT_STAGES: tuple[ContextStage, ...] = (SchemaCompression(), ValueGrounding(), ModelProbing(), LiteralChecks(),
-                                          VerifyAndRepair())
+                                          ConstraintRepair(), VerifyAndRepair())
 """Before generation, in this order; each adds prompt context or a candidate check when its option is on."""
 
 POOL_STAGES: tuple[PoolStage, ...] = (ConsensusEnforcement(), ExecutionTracing(), PeerReviewStage(),
@@ -121,7 +121,8 @@ POOL_STAGES: tuple[PoolStage, ...] = (ConsensusEnforcement(), ExecutionTracing()
 
 
 class Pipeline:
-    """Reflect the schema -> context stages (compress, ground values, probe, literal checks, verify and repair)
+    """Reflect the schema -> context stages (compress, ground values, probe, literal checks, constraint repair,
+    verify and repair)
     -> generate (self-refinement, candidate checks) -> cluster and vote -> pool stages (consensus, VET, review, DPC)
     -> answer (or ``NoDataError`` when the data cannot answer it: ``stages/scope.py``). A stage runs only
     when its option is on (DPC also on a tie that consensus left).

@@ -1,6 +1,6 @@
-"""``verifiedsql bench spider | tiers | compare | stages | scope | scope-fit``: the command lines of the Spider
-accuracy harness, the tier fit, runs side by side, each optional stage's effect, the out-of-scope question set
-and the scope check's fit."""
+"""``verifiedsql bench spider | analytics | tiers | compare | stages | scope | scope-fit``: the command lines of
+the Spider accuracy harness, the project's analytics questions, the tier fit, runs side by side, each optional
+stage's effect, the out-of-scope question set and the scope check's fit."""
 
 from __future__ import annotations
 
@@ -49,6 +49,10 @@ def add_bench_commands(subparsers: Any) -> None:
     spider = commands.add_parser("spider", help="Spider dev execution accuracy per strategy")
     add_spider_arguments(spider)
     spider.set_defaults(handler=run_spider_command)
+    analytics = commands.add_parser("analytics", help="the project's analytics questions (benchmarks/analytics): "
+                                                      "EX per class and split, on SQLite, PostgreSQL or DuckDB")
+    add_analytics_arguments(analytics)
+    analytics.set_defaults(handler=run_analytics_command)
     tiers = commands.add_parser("tiers", help="fit the confidence tier rule on one seeded half of a run's "
                                               "records, report each tier's precision and coverage on the other")
     tiers.add_argument("records", type=Path, help="a run's JSONL records (written by `bench spider`)")
@@ -87,6 +91,41 @@ def add_bench_commands(subparsers: Any) -> None:
                                               "how each strategy ends on them, on SQLite")
     add_scope_arguments(scope)
     scope.set_defaults(handler=run_scope_command)
+
+
+def add_analytics_arguments(parser: argparse.ArgumentParser) -> None:
+    from .analytics import DEFAULT_SET, DEFAULT_STRATEGIES
+
+    parser.add_argument("--set", type=Path, default=DEFAULT_SET, dest="set_dir",
+                        help=f"the question set's folder, with questions.json and generate.py (default {DEFAULT_SET})")
+    parser.add_argument("-n", "--n", type=int, help="only the first N questions of the seeded order (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="the seed of the order and of the fit/reported split")
+    parser.add_argument("--engine", choices=ENGINES, default="sqlite", help="engine to answer on (default sqlite)")
+    parser.add_argument("--pg-url", help="PostgreSQL server for --engine postgresql (SQLAlchemy URL)")
+    parser.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES),
+                        help=f"comma-separated, from {sorted(STRATEGIES)} (default {','.join(DEFAULT_STRATEGIES)})")
+    add_run_arguments(parser, "summary")
+
+
+def run_analytics_command(args: argparse.Namespace) -> int:
+    from .analytics import AnalyticsConfig, run_analytics
+    from .loop import print_progress
+
+    config = AnalyticsConfig(
+        set_dir=args.set_dir, engine=args.engine, pg_url=args.pg_url, seed=args.seed, n=args.n,
+        strategies=parse_strategies(args.strategies), cache_path=args.cache, replay=args.replay, model=args.model,
+        out_dir=args.out, report_only=args.report_only,
+    )
+    run = run_analytics(config, progress=(lambda line: None) if args.quiet else print_progress)
+    for strategy, figures in run.summary.items():
+        cells = "  ".join(f"{half} {t['correct']}/{t['questions']}"
+                          for half, t in (("all", figures["all"]), *figures["splits"].items()))
+        precision = figures["all"]["verified_precision"]
+        shown = "n/a" if precision is None else f"{100 * precision:.1f}%"
+        print(f"{strategy:<22} {cells}  verified {figures['all']['verified']} ({shown} right)")
+    for kind, path in run.outputs.items():
+        print(f"{kind}: {path}")
+    return 0
 
 
 def add_scope_arguments(parser: argparse.ArgumentParser) -> None:

@@ -34,6 +34,7 @@ STAGE_PAIRS: tuple[tuple[str, str, str], ...] = (
     # the same stages added to the default pipeline (runs recorded after the defaults were chosen)
     ("schema_facts", "default+facts", "default"),
     ("verify", "default+verify", "default"),
+    ("constraint_repair", "default+constraints", "default"),
     ("dpc", "default+dpc", "default"),
     ("consensus", "default+consensus", "default"),
     ("probe", "default+probe", "default"),

@@ -79,6 +79,8 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # only that stage's own requests to the cache (how bench stages measures a stage on the default model).
     "default+facts": {"candidates": 5, **DEFAULT_ON, "schema_facts": True},
     "default+verify": {"candidates": 5, **DEFAULT_ON, "verify": True},
+    # The deterministic constraint repair (stages/pvsql/rules.py): default's candidate requests, no new ones.
+    "default+constraints": {"candidates": 5, **DEFAULT_ON, "constraint_repair": True},
     "default+dpc": {"candidates": 5, **DEFAULT_ON, "dpc": True},
     "default+consensus": {"candidates": 5, **DEFAULT_ON, "consensus": True},
     "default+review": {"candidates": 5, **DEFAULT_ON, "review": True},

@@ -13,7 +13,8 @@ Each check looks at the answer from one side and says ``for``, ``against`` or ``
   value that looks related);
 - ``refinement``: the chosen SQL needed self-refinement or a repair before it ran (neutral: the repaired SQL
   still has to win the vote);
-- ``constraints``: the question's constraints (``verify``), met or not;
+- ``constraints``: the question's constraints (``verify``), and with ``constraint_repair`` the arithmetic its
+  words ask for (``pvsql/rules.py``), met or not;
 - ``literals``: the string and date literals the chosen SQL compares with columns (``check_literals``):
   ``for`` when every one is stored in its column as written; ``against`` when one is not, but is stored in a
   table linked to the column's table by a key (a name compared with a column of ids); neutral when one is
@@ -209,7 +210,7 @@ def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[E
                               f"the chosen SQL ran after {len(chosen.attempts)} failed or repaired version(s)"))
     found += _literals(chosen)
     found += _wording(tree, ctx.question)
-    if ctx.options.verify:
+    if ctx.options.verify or ctx.options.constraint_repair:
         found.append(Evidence("constraints", "against" if chosen.violations else "for",
                               "; ".join(chosen.violations) if chosen.violations
                               else "every constraint of the question is met"))

@@ -834,7 +834,7 @@ class _Planner:
     def _date_function(self, scope: Scope, node: exp.Expr) -> _Option | None:
         """A year, month or day taken from a column that is not a date: a year column itself, a text year
         cast to a number, or text holding dates cast to a date (on the engines that refuse text there)."""
-        found = _date_part(node)
+        found = date_part(node)
         if found is None:
             return None
         part, argument = found
@@ -956,7 +956,7 @@ def _aliases(select: exp.Select) -> list[str]:
     return [table.alias_or_name for table in select.find_all(exp.Table)]
 
 
-def _date_part(node: exp.Expr) -> tuple[str, exp.Expr] | None:
+def date_part(node: exp.Expr) -> tuple[str, exp.Expr] | None:
     """(YEAR/MONTH/DAY, the argument) of a date-part call: YEAR(x), EXTRACT(YEAR FROM x),
     DATE_PART('year', x), STRFTIME('%Y', x)."""
     for cls, part in ((exp.Year, "YEAR"), (exp.Month, "MONTH"), (exp.Day, "DAY")):
@@ -992,7 +992,7 @@ def _unwrap_date(node: exp.Expr) -> exp.Expr:
 
 def _sqlite_date_part(node: exp.Expr) -> exp.Expr | None:
     """``CAST(STRFTIME('%Y', x) AS INTEGER)`` for a year, month or day part, on SQLite."""
-    found = _date_part(node)
+    found = date_part(node)
     if found is None or isinstance(node, exp.TimeToStr) or isinstance(node, exp.Anonymous):
         return None
     part, argument = found

@@ -5,11 +5,15 @@
   ``findings``; stage ``ModelProbing``.
 - Verify and repair (``constraints.py``, ``verify.py``): options ``verify``, ``max_repairs``; report
   ``constraints`` and each candidate's ``repairs``/``violations``; stage ``VerifyAndRepair``.
-Prompts: ``prompts.py``. All three are context stages.
+- Constraint repair without the model (``rules.py``, ``rule_repair.py``): option ``constraint_repair``; the
+  arithmetic the question's words ask for, repaired on the AST; report ``constraints`` and each candidate's
+  ``fixes``/``violations``; stage ``ConstraintRepair``.
+Prompts: ``prompts.py``. All four are context stages.
 """
 
 from .grounding import ValueGrounding
 from .probe import ModelProbing
+from .rule_repair import ConstraintRepair
 from .verify import VerifyAndRepair
 
-__all__ = ["ModelProbing", "ValueGrounding", "VerifyAndRepair"]
+__all__ = ["ConstraintRepair", "ModelProbing", "ValueGrounding", "VerifyAndRepair"]

@@ -326,9 +326,19 @@ def _aggregate_check(
 INT, REAL, UNKNOWN = "int", "real", "unknown"
 
 
-def _numeric_type(node: exp.Expr) -> str:
+ColumnType = Callable[[exp.Column], str]  # a column's numeric type (INT, REAL or UNKNOWN), e.g. from the schema
+
+
+def numeric_type(node: exp.Expr, column_type: ColumnType | None = None) -> str:
+    """INT, REAL or UNKNOWN: enough to tell integer division from real division. Columns are UNKNOWN unless
+    ``column_type`` says what they hold."""
+    def typed(child: exp.Expr) -> str:
+        return numeric_type(child, column_type)
+
     if isinstance(node, (exp.Paren, exp.Neg)):
-        return _numeric_type(node.this)
+        return typed(node.this)
+    if isinstance(node, exp.Column) and column_type is not None:
+        return column_type(node)
     if isinstance(node, exp.Literal) and not node.is_string:
         return INT if node.is_int else REAL
     if isinstance(node, (exp.Cast, exp.TryCast)):
@@ -341,19 +351,19 @@ def _numeric_type(node: exp.Expr) -> str:
     if isinstance(node, exp.Avg):
         return REAL
     if isinstance(node, (exp.Sum, exp.Max, exp.Min, exp.Abs)):
-        return _numeric_type(node.this)
+        return typed(node.this)
     if isinstance(node, exp.IntDiv):
         return INT
     if isinstance(node, exp.Div) and not node.args.get("typed"):
         return REAL
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
-        return _combine(_numeric_type(node.left), _numeric_type(node.right))
+        return _combine(typed(node.left), typed(node.right))
     if isinstance(node, exp.Case):
         branches = [node.args.get("default"), *(when.args.get("true") for when in node.args.get("ifs", []))]
-        types = [_numeric_type(b) for b in branches if b is not None]
+        types = [typed(b) for b in branches if b is not None]
         return REAL if REAL in types else INT if types and all(t == INT for t in types) else UNKNOWN
     if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select) and len(node.this.expressions) == 1:
-        return _numeric_type(node.this.expressions[0].unalias())
+        return typed(node.this.expressions[0].unalias())
     return UNKNOWN
 
 
@@ -376,7 +386,7 @@ def _check_percentage(tree: exp.Expression, c: Constraint, profile: DialectProfi
             for mul in _nodes(tree, exp.Mul) for side in (mul.left, mul.right)
         )
         return None if by_100 else "the query has no division"
-    if any(_numeric_type(div) != INT for div in divisions):
+    if any(numeric_type(div) != INT for div in divisions):
         return None
     division = divisions[0].sql(profile.sqlglot_dialect)
     return (

@@ -50,7 +50,8 @@ class VerifyAndRepair:
 
     def run(self, ctx: QuestionContext) -> None:
         constraints = extract_constraints(ctx.question)
-        ctx.report.constraints = [c.describe() for c in constraints]
+        # after the constraint repair's (which lists these too, and the question's rules)
+        ctx.report.constraints = list(dict.fromkeys([*ctx.report.constraints, *(c.describe() for c in constraints)]))
         ctx.candidate_checks.append(Verifier(ctx, constraints).verify)
 
 

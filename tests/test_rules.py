@@ -1,0 +1,146 @@
+"""The question's arithmetic rules (``stages/pvsql/rules.py``): what the words settle, and each repair on the
+AST, with the cases it must leave alone. Pure functions: no engine, no model."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+
+from verifiedsql.schema import Column, Schema, Table
+from verifiedsql.stages.pvsql.rules import Env, Rules, problems, read_rules, repair
+
+SCHEMA = Schema((
+    Table("orders", (Column("order_id", "INTEGER"), Column("customer_id", "INTEGER"), Column("order_date", "DATE"),
+                     Column("ship_date", "DATE"), Column("status", "TEXT"), Column("pct_late", "REAL"))),
+    Table("customers", (Column("customer_id", "INTEGER"), Column("city", "TEXT"), Column("joined", "TEXT",
+                                                                                            samples=("2024-01-02",)))),
+    Table("items", (Column("order_id", "INTEGER"), Column("quantity", "INTEGER"), Column("price", "REAL"))),
+))
+DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "duckdb": "duckdb"}
+
+
+def fixed(question: str, sql: str, engine: str = "sqlite") -> tuple[str, list[str]]:
+    env = Env(DIALECTS[engine], engine, SCHEMA)
+    tree, fixes = repair(sqlglot.parse_one(sql, read=env.dialect), read_rules(question), env)
+    return tree.sql(dialect=env.dialect), fixes
+
+
+@pytest.mark.parametrize(("question", "rules"), [
+    ("What is the ratio of cancelled orders to delivered orders?",
+     Rules(scale="ratio", divisor="delivered orders", fractional=True)),
+    ("What is the ratio of late orders to the total number of orders?", Rules(scale="ratio", fractional=True)),
+    ("What percentage of orders were late?", Rules(scale="percent", fractional=True)),
+    ("What proportion of orders were late, as a percentage?", Rules(scale="percent", fractional=True)),
+    ("What share of revenue comes from Lyon?", Rules(fractional=True)),
+    ("How many days passed between the first and the last order?", Rules(days=True)),
+    ("How many different customers ordered?", Rules(distinct="customers")),
+    ("How many orders are from 'Ratio Percent Days'?", Rules()),
+    ("List the customers in Lyon.", Rules()),
+])
+def test_what_the_words_settle(question, rules):
+    assert read_rules(question) == rules
+
+
+def test_a_ratio_loses_its_factor_of_100():
+    sql, fixes = fixed("What is the ratio of late orders to all orders?",
+                       "SELECT SUM(CASE WHEN status = 'late' THEN 1 ELSE 0 END) * 100 / COUNT(*) FROM orders")
+    assert sql == "SELECT SUM(CASE WHEN status = 'late' THEN 1 ELSE 0 END) * 1.0 / COUNT(*) FROM orders"
+    assert fixes and "not a percentage" in fixes[0]
+    assert fixed("What is the ratio of late orders to all orders?",
+                 "SELECT (COUNT(*) / 2.0) * 100 FROM orders")[0] == "SELECT (COUNT(*) / 2.0) * 1.0 FROM orders"
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 100.0 * SUM(quantity) / COUNT(*) FROM items",  # already scaled
+    "SELECT AVG(quantity) / COUNT(*) * 100 FROM items",
+    "SELECT pct_late / 2.0 FROM orders",  # reads a column that holds percentages
+])
+def test_a_percentage_is_not_scaled_twice(sql):
+    assert fixed("What percentage of the items are late?", sql)[1] == []
+
+
+def test_a_percentage_of_two_divisions_is_reported_not_guessed():
+    sql = "SELECT SUM(quantity) / 3.0 + SUM(price) / 4.0 FROM items"
+    assert fixed("What percentage of the items are late?", sql)[1] == []
+    found = problems(sqlglot.parse_one(sql, read="sqlite"), read_rules("What percentage of the items are late?"),
+                     Env("sqlite", "sqlite", SCHEMA))
+    assert found and "not multiplied by 100" in found[0]
+
+
+def test_a_percentage_is_scaled_and_made_real():
+    sql, _ = fixed("By what percentage did orders grow?",
+                   "SELECT (SUM(quantity) - COUNT(*)) / COUNT(*) FROM items")
+    assert sql == "SELECT 100.0 * (SUM(quantity) - COUNT(*)) / COUNT(*) FROM items"
+    sql, _ = fixed("What percentage of orders were late?",
+                   "SELECT AVG(CASE WHEN status = 'late' THEN 1 ELSE 0 END) FROM orders")
+    assert sql == "SELECT 100.0 * AVG(CASE WHEN status = 'late' THEN 1 ELSE 0 END) FROM orders"
+
+
+def test_ratio_of_a_to_b_divides_by_b_unless_b_is_the_total():
+    a, b = "SUM(CASE WHEN status = 'a' THEN 1 ELSE 0 END)", "SUM(CASE WHEN status = 'b' THEN 1 ELSE 0 END)"
+    sql, _ = fixed("What is the ratio of a orders to b orders?", f"SELECT 1.0 * {a} / ({a} + {b}) FROM orders")
+    assert sql == f"SELECT 1.0 * {a} / {b} FROM orders"
+    assert fixed("What is the ratio of a orders to all orders?",
+                 f"SELECT 1.0 * {a} / ({a} + {b}) FROM orders")[1] == []
+
+
+@pytest.mark.parametrize(("engine", "cast"), [("sqlite", "REAL"), ("postgresql", "DOUBLE PRECISION")])
+def test_integer_division_is_cast_where_the_engine_divides_integers(engine, cast):
+    sql, fixes = fixed("What is the average quantity per order?",
+                       "SELECT SUM(quantity) / COUNT(DISTINCT order_id) FROM items", engine)
+    assert sql == f"SELECT CAST(SUM(quantity) AS {cast}) / COUNT(DISTINCT order_id) FROM items"
+    assert "truncates" in fixes[0]
+
+
+@pytest.mark.parametrize(("question", "sql", "engine"), [
+    ("What is the average quantity per order?", "SELECT SUM(quantity) / COUNT(DISTINCT order_id) FROM items",
+     "duckdb"),  # DuckDB's / divides as real numbers
+    ("What is the average price per order?", "SELECT SUM(price) / COUNT(*) FROM items", "sqlite"),  # real column
+    ("What is the total quantity per quarter?", "SELECT (quantity + 2) / 3, COUNT(*) FROM items GROUP BY 1",
+     "sqlite"),  # a division by a literal buckets
+    ("How many items have quantity over the order count?", "SELECT quantity / order_id FROM items", "sqlite"),
+])
+def test_integer_division_left_alone(question, sql, engine):
+    assert fixed(question, sql, engine)[1] == []
+
+
+@pytest.mark.parametrize(("engine", "expected"), [
+    ("sqlite", "SELECT AVG((JULIANDAY(ship_date) - JULIANDAY(order_date))) FROM orders"),
+    ("postgresql", "SELECT AVG((CAST(ship_date AS DATE) - CAST(order_date AS DATE))) FROM orders"),
+    ("duckdb", "SELECT AVG((DATE_DIFF('DAY', order_date, ship_date))) FROM orders"),
+])
+def test_days_are_a_date_difference_not_days_of_the_month(engine, expected):
+    part = {"sqlite": "CAST(STRFTIME('%d', {}) AS INTEGER)"}.get(engine, "EXTRACT(DAY FROM {})")
+    sql, fixes = fixed("What is the average number of days to ship?",
+                       f"SELECT AVG({part.format('ship_date')} - {part.format('order_date')}) FROM orders", engine)
+    assert sql == expected and "days between two dates" in fixes[0]
+
+
+def test_sqlite_date_text_is_subtracted_as_days():
+    sql, _ = fixed("How many days between the first and last order?",
+                   "SELECT MAX(order_date) - MIN(order_date) FROM orders")
+    assert sql == "SELECT (JULIANDAY(MAX(order_date)) - JULIANDAY(MIN(order_date))) FROM orders"
+    # text whose samples are dates counts as dates; PostgreSQL subtracts dates as days already
+    assert fixed("How many days after joining?", "SELECT MAX(joined) - '2024-01-01' FROM customers")[1]
+    assert fixed("How many days between the first and last order?",
+                 "SELECT MAX(order_date) - MIN(order_date) FROM orders", "postgresql")[1] == []
+    assert fixed("How many months between orders?", "SELECT MAX(order_date) - MIN(order_date) FROM orders")[1] == []
+
+
+def test_distinct_counts():
+    assert fixed("How many different customers ordered?", "SELECT COUNT(*) FROM orders")[0] == \
+        "SELECT COUNT(DISTINCT customer_id) FROM orders"
+    assert fixed("How many different customers ordered?",
+                 "SELECT COUNT(o.customer_id) FROM orders AS o JOIN items AS i ON i.order_id = o.order_id")[0] == \
+        "SELECT COUNT(DISTINCT o.customer_id) FROM orders AS o JOIN items AS i ON i.order_id = o.order_id"
+    # two tables hold a customer column: no guess, but the rule is reported broken
+    rows = "SELECT COUNT(*) FROM orders AS o JOIN customers AS c ON c.customer_id = o.customer_id"
+    assert fixed("How many different customers ordered?", rows)[1] == []
+    env = Env("sqlite", "sqlite", SCHEMA)
+    assert problems(sqlglot.parse_one(rows, read="sqlite"), read_rules("How many different customers ordered?"), env)
+    assert fixed("How many different customers ordered?", "SELECT COUNT(DISTINCT customer_id) FROM orders")[1] == []
+
+
+def test_no_rule_no_change():
+    sql = "SELECT SUM(quantity) * 100 / COUNT(*), MAX(ship_date) - MIN(order_date) FROM items, orders"
+    assert fixed("List the quantities.", sql) == (sqlglot.parse_one(sql, read="sqlite").sql(dialect="sqlite"), [])

@@ -1,0 +1,478 @@
+"""The arithmetic an analytics question asks for, read from its words, and held against a candidate's AST.
+
+``read_rules`` reads what the question's words settle (high-precision patterns, as ``constraints.py``'s):
+
+- **scale**: a *ratio*, *fraction* or *proportion* (and no *percent*) is not multiplied by 100; a *percentage*
+  (*percent*, ``%``) is;
+- **divisor**: "the ratio of A to B" divides by B, not by A + B (unless B is a total);
+- **fractional**: the answer is a fraction (a ratio, a percentage, a share, a rate, an average, a growth), so a
+  division of integers must not truncate (PostgreSQL and SQLite divide integers);
+- **days**: a number of days is a difference of dates in the engine's date arithmetic, not a difference of
+  their day-of-month parts (``EXTRACT(DAY FROM end) - EXTRACT(DAY FROM start)``), nor on SQLite a difference
+  of date text (which subtracts the years);
+- **distinct**: "how many different X" counts distinct X.
+
+``findings`` gives what a candidate's SQL breaks, each with its fix (or none when it cannot be repaired here);
+``repair`` applies the fixes rule after rule on a copy of the tree. Nothing here runs SQL or calls a model:
+the caller (``rule_repair.py``) runs a repaired SQL through both safety layers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from sqlglot import exp
+
+from ...schema import Column, Schema, Table
+from ..common.catalog import Catalog
+from ..common.facts import date_like
+from ..common.frames import column_kind
+from ..repair import date_part
+from .constraints import INT, REAL, UNKNOWN, normalize, numeric_type
+
+_PERCENT = re.compile(r"\b(?:percent|percentage|percentages|pct)\b|%")
+_RATIO = re.compile(r"\b(?:ratio|fraction|proportion)\b")
+_FRACTIONAL = re.compile(r"\b(?:ratio|fraction|proportion|percent|percentage|pct|share|rate|average|avg|mean|per|"
+                         r"growth|grow|grew|change|changed|increase|increased|decrease|decreased)\b|%")
+_TO_TERMS = re.compile(r"\bratio of (?:the )?(.+?) to (?:the )?(.+?)(?:[?.,;]|$)")
+_TOTAL = re.compile(r"\b(?:total|all|overall|whole|entire)\b")
+_DAYS = re.compile(r"\bdays?\b")
+_DISTINCT_COUNT = re.compile(r"\b(?:how many|number of|count(?: of)?)\s+(?:the\s+)?(?:distinct|different|unique)\s+"
+                             r"([a-z][a-z_]*)")
+_HUNDRED = (100, 100.0)
+
+Scale = Literal["ratio", "percent"]
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What the question's words settle about its answer's arithmetic."""
+
+    scale: Scale | None = None
+    divisor: str | None = None  # "the ratio of A to B": B's words
+    fractional: bool = False
+    days: bool = False
+    distinct: str | None = None  # the noun counted as distinct things ("customers")
+
+    @property
+    def any(self) -> bool:
+        return bool(self.scale or self.divisor or self.fractional or self.days or self.distinct)
+
+    def describe(self) -> list[str]:
+        """Each rule in words, for the report."""
+        said = {"ratio": "a ratio, not multiplied by 100", "percent": "a percentage: the ratio times 100"}
+        lines = [f"the answer is {said[self.scale]}"] if self.scale else []
+        if self.divisor:
+            lines.append(f'"the ratio of A to {self.divisor}" divides by {self.divisor}')
+        if self.fractional:
+            lines.append("the answer is a fraction: no division may truncate to an integer")
+        if self.days:
+            lines.append("a number of days is a difference of dates in the engine's date arithmetic")
+        if self.distinct:
+            lines.append(f'"{self.distinct}" are counted once each (COUNT DISTINCT)')
+        return lines
+
+
+def read_rules(question: str) -> Rules:
+    """The rules ``question`` states (quoted values masked, so their words are not read as instructions)."""
+    text = normalize(question)
+    percent = bool(_PERCENT.search(text))
+    scale: Scale | None = "percent" if percent else "ratio" if _RATIO.search(text) else None
+    terms = _TO_TERMS.search(text)
+    divisor = terms.group(2).strip() if terms and not _TOTAL.search(terms.group(2)) else None
+    distinct = _DISTINCT_COUNT.search(text)
+    return Rules(scale=scale, divisor=divisor, fractional=bool(_FRACTIONAL.search(text)),
+                 days=bool(_DAYS.search(text)), distinct=distinct.group(1) if distinct else None)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule the SQL breaks: the problem in words, and its fix (``apply`` mutates the tree; None: no fix)."""
+
+    problem: str
+    fix: str = ""
+    apply: Callable[[], object] | None = None
+
+
+@dataclass(frozen=True)
+class Env:
+    """The candidate's surroundings: sqlglot's dialect, the engine's profile name and the reflected schema."""
+
+    dialect: str
+    engine: str
+    schema: Schema
+
+    def catalog(self) -> Catalog:
+        return Catalog(self.schema, self.engine)
+
+
+Rule = Callable[[exp.Expr, Rules, Env], list[Finding]]
+
+
+def findings(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """What ``tree`` breaks of ``rules``, every rule read on the tree as it is."""
+    return [finding for rule in RULES for finding in rule(tree, rules, env)]
+
+
+def repair(tree: exp.Expr, rules: Rules, env: Env) -> tuple[exp.Expr, list[str]]:
+    """A copy of ``tree`` with every fix applied, rule after rule (each rule read on the tree the rules before
+    it left), and what changed."""
+    tree = tree.copy()
+    fixes: list[str] = []
+    for rule in RULES:
+        for finding in rule(tree, rules, env):
+            if finding.apply is not None:
+                finding.apply()
+                fixes.append(finding.fix)
+    return tree, fixes
+
+
+def problems(tree: exp.Expr, rules: Rules, env: Env) -> list[str]:
+    return [finding.problem for finding in findings(tree, rules, env)]
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+def _bare(node: exp.Expr) -> exp.Expr:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _outputs(tree: exp.Expr) -> list[exp.Expr]:
+    """The outermost SELECT's output expressions (none for a set operation)."""
+    return [e.unalias() for e in tree.expressions] if isinstance(tree, exp.Select) else []
+
+
+def _own(root: exp.Expr, kind: type[exp.Expr]) -> Iterator[exp.Expr]:
+    """The ``kind`` nodes of ``root`` outside its subqueries."""
+    for node in root.find_all(kind):
+        if node.find_ancestor(exp.Select, exp.SetOperation) is root.find_ancestor(exp.Select, exp.SetOperation) \
+                or root is node:
+            yield node
+
+
+def _is_hundred(node: exp.Expr) -> bool:
+    node = _bare(node)
+    return isinstance(node, exp.Literal) and not node.is_string and node.to_py() in _HUNDRED
+
+
+def _hundreds(root: exp.Expr) -> list[tuple[exp.Mul, exp.Expr]]:
+    """Each multiplication by 100 (the Mul and its literal) in ``root``."""
+    return [(mul, side) for mul in root.find_all(exp.Mul) for side in (mul.left, mul.right) if _is_hundred(side)]
+
+
+def _scales_a_division(mul: exp.Mul) -> bool:
+    """Whether ``mul`` multiplies a division (``(a / b) * 100``) or a division's numerator (``a * 100 / b``)."""
+    if mul.find(exp.Div) is not None:
+        return True
+    child: exp.Expr = mul
+    for parent in _ancestors(mul):
+        if isinstance(parent, exp.Div) and parent.this is child:
+            return True
+        if isinstance(parent, (exp.Select, exp.Subquery)):
+            return False
+        child = parent
+    return False
+
+
+def _ancestors(node: exp.Expr) -> Iterator[exp.Expr]:
+    parent = node.parent
+    while parent is not None:
+        yield parent
+        parent = parent.parent
+
+
+def _top_divisions(output: exp.Expr) -> list[exp.Div]:
+    """The divisions of one output expression (outside its subqueries) that no other division holds."""
+    def held(division: exp.Expr) -> bool:
+        node = division.parent
+        while node is not None and node is not output.parent:
+            if isinstance(node, exp.Div):
+                return True
+            node = node.parent
+        return False
+
+    return [d for d in _own(output, exp.Div) if isinstance(d, exp.Div) and not held(d)]
+
+
+def _flag_average(node: exp.Expr) -> bool:
+    """``AVG(CASE WHEN ... THEN 1 ELSE 0 END)``: a fraction of rows."""
+    if not isinstance(node, exp.Avg) or not isinstance(case := _bare(node.this), exp.Case):
+        return False
+    values = [case.args.get("default"), *(w.args.get("true") for w in case.args.get("ifs", []))]
+    return all(isinstance(v, exp.Literal) and not v.is_string and v.to_py() in (0, 1) for v in values if v is not None)
+
+
+def _sql(node: exp.Expr, env: Env) -> str:
+    return node.sql(dialect=env.dialect)
+
+
+def _read_words(tree: exp.Expr, words: set[str]) -> bool:
+    """Whether the SQL reads a column whose name holds one of ``words`` (``pct_late``: it stores percentages)."""
+    return any(set(re.split(r"[^a-z0-9]+", c.name.lower())) & words for c in tree.find_all(exp.Column))
+
+
+# ----------------------------------------------------------------------------------------------- the rules
+
+def _scale(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    if rules.scale == "ratio":
+        found = []
+        for mul, side in _hundreds(tree):
+            if not _scales_a_division(mul):
+                continue
+            before = _sql(mul, env)
+
+            def apply(side: exp.Expr = side) -> None:
+                side.replace(exp.Literal.number("1.0"))
+            after = _sql(mul.copy().transform(lambda n: exp.Literal.number("1.0") if _is_hundred(n) else n), env)
+            found.append(Finding("the question asks for a ratio, but the SQL multiplies it by 100",
+                                 f"{before} -> {after} (a ratio, not a percentage)", apply))
+        return found
+    if rules.scale != "percent" or _read_words(tree, {"percent", "percentage", "pct"}):
+        return []
+    found = []
+    for output in _outputs(tree):
+        if _hundreds(output):
+            continue
+        tops = _top_divisions(output)
+        target: exp.Expr | None = tops[0] if len(tops) == 1 else None
+        if target is None and not tops and _flag_average(output):
+            target = output
+        if target is None:
+            if tops:
+                found.append(Finding(f"the question asks for a percentage, but {_sql(output, env)} is not "
+                                     "multiplied by 100"))
+            continue
+        found.append(_times_hundred(target, env))
+    return found
+
+
+def _times_hundred(node: exp.Expr, env: Env) -> Finding:
+    """``a / b`` -> ``100.0 * a / b`` (real arithmetic from the start); any other node -> ``100.0 * node``."""
+    def build() -> exp.Expr:
+        hundred = exp.Literal.number("100.0")
+        if isinstance(node, exp.Div):
+            left = node.this.copy()
+            left = exp.paren(left) if isinstance(left, exp.Binary) else left
+            return exp.Div(this=exp.Mul(this=hundred, expression=left), expression=node.expression.copy(),
+                           typed=node.args.get("typed"), safe=node.args.get("safe"))
+        return exp.Mul(this=hundred, expression=node.copy())
+    before, after = _sql(node, env), _sql(build(), env)
+    return Finding(f"the question asks for a percentage, but {before} is not multiplied by 100",
+                   f"{before} -> {after} (a percentage)", lambda: node.replace(build()))
+
+
+def _numerator(node: exp.Expr) -> exp.Expr:
+    """The value divided, without the casts and factors of 1 or 100 that only change its type or scale."""
+    node = _bare(node)
+    while True:
+        if isinstance(node, (exp.Cast, exp.TryCast)):
+            node = _bare(node.this)
+        elif isinstance(node, exp.Mul) and isinstance(_bare(node.left), exp.Literal):
+            node = _bare(node.right)
+        elif isinstance(node, exp.Mul) and isinstance(_bare(node.right), exp.Literal):
+            node = _bare(node.left)
+        else:
+            return node
+
+
+def _divisor(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"The ratio of A to B" computed as A / (A + B): divide by B."""
+    if not rules.divisor:
+        return []
+    found = []
+    for output in _outputs(tree):
+        for division in _top_divisions(output):
+            total = _bare(division.expression)
+            if not isinstance(total, exp.Add):
+                continue
+            numerator = _sql(_numerator(division.this), env)
+            terms = [_bare(total.left), _bare(total.right)]
+            for kept, other in ((terms[1], terms[0]), (terms[0], terms[1])):
+                if _sql(_numerator(other), env) != numerator:
+                    continue
+                before = _sql(division.expression, env)
+
+                def apply(division: exp.Div = division, kept: exp.Expr = kept) -> None:
+                    division.set("expression", kept.copy())
+                found.append(Finding(f'"the ratio of A to {rules.divisor}" divides by A plus B ({before})',
+                                     f"/ {before} -> / {_sql(kept, env)} (a ratio of A to B divides by B)", apply))
+                break
+    return found
+
+
+def _columns(tree: exp.Expr, env: Env) -> Callable[[exp.Column], Column | None]:
+    """The schema column a column reference reads: in the table its qualifier names, else in the one table the
+    query reads that has it (None when none or several do)."""
+    catalog = env.catalog()
+    tables: dict[str, Table] = {}
+    for node in tree.find_all(exp.Table):
+        if (table := catalog.table(node.name)) is not None:
+            tables[node.alias_or_name.lower()] = table
+            tables.setdefault(node.name.lower(), table)
+    every = list({id(t): t for t in tables.values()}.values())
+
+    def column_of(node: exp.Column) -> Column | None:
+        holders = ([tables[node.table.lower()]] if node.table.lower() in tables else []) if node.table else every
+        ident = node.this if isinstance(node.this, exp.Identifier) else node.name
+        found = [c for t in holders if (c := catalog.column(t, ident)) is not None]
+        return found[0] if len(found) == 1 else None
+
+    return column_of
+
+
+def _column_types(tree: exp.Expr, env: Env) -> Callable[[exp.Column], str]:
+    """A column's numeric type (INT, REAL or UNKNOWN) by its reflected type."""
+    column_of = _columns(tree, env)
+
+    def column_type(node: exp.Column) -> str:
+        column = column_of(node)
+        kind = column_kind(column.type) if column is not None else "any"
+        return INT if kind in ("int", "bool") else REAL if kind == "float" else UNKNOWN
+
+    return column_type
+
+
+def _integer_division(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A division of integers where the answer is a fraction: the numerator is cast to a real number (a
+    division by an integer literal, ``(month + 2) / 3``, is left alone: it buckets on purpose)."""
+    if not rules.fractional:
+        return []
+    column_type = _column_types(tree, env)
+    found = []
+    for division in tree.find_all(exp.Div):
+        right = _bare(division.expression)
+        if isinstance(right, exp.Literal) or numeric_type(division, column_type) != INT:
+            continue
+        before = _sql(division, env)
+
+        def build(division: exp.Div = division) -> exp.Expr:
+            return exp.Cast(this=division.this.copy(), to=exp.DataType.build("DOUBLE"))
+
+        def apply(division: exp.Div = division, build: Callable[[], exp.Expr] = build) -> None:
+            division.set("this", build())
+        preview = division.copy()
+        preview.set("this", build())
+        found.append(Finding(f"{before} divides integers, which truncates on {env.engine}",
+                             f"{before} -> {_sql(preview, env)} (integer division truncates)", apply))
+    return found
+
+
+def _day_part(node: exp.Expr) -> exp.Expr | None:
+    """The date whose day of the month ``node`` takes (``EXTRACT(DAY FROM d)``, ``DAY(d)``, ``STRFTIME('%d', d)``,
+    any of them cast to a number), or None."""
+    node = _bare(node)
+    while isinstance(node, (exp.Cast, exp.TryCast)):
+        node = _bare(node.this)
+    found = date_part(node)
+    return found[1] if found is not None and found[0] == "DAY" else None
+
+
+def _date_valued(node: exp.Expr, env: Env, column_of: Callable[[exp.Column], Column | None]) -> bool:
+    """A date column (by its type, or text whose sampled values are all dates), its MIN or MAX, a date function,
+    or a date literal."""
+    node = _bare(node)
+    if isinstance(node, (exp.Max, exp.Min)):
+        return _date_valued(node.this, env, column_of)
+    if isinstance(node, (exp.Date, exp.TsOrDsToDate, exp.CurrentDate)):
+        return True
+    if isinstance(node, exp.Literal) and node.is_string:
+        return date_like(node.this) is not None
+    if isinstance(node, exp.Column) and (column := column_of(node)) is not None:
+        kind = column_kind(column.type)
+        return kind in ("date", "timestamp") or (kind in ("text", "any") and bool(column.samples)
+                                                 and all(date_like(v) for v in column.samples))
+    return False
+
+
+def _days(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A number of days computed as a difference of day-of-month parts, or (SQLite) of date text: the engine's
+    date difference in days instead."""
+    if not rules.days:
+        return []
+    column_of = _columns(tree, env)
+    found = []
+    for sub in tree.find_all(exp.Sub):
+        ends = (_day_part(sub.left), _day_part(sub.right))
+        why = "the difference of the days of the month"
+        if ends[0] is None or ends[1] is None:
+            if env.engine != "sqlite" or not all(_date_valued(side, env, column_of) for side in (sub.left,
+                                                                                                  sub.right)):
+                continue
+            ends, why = (_bare(sub.left), _bare(sub.right)), "SQLite subtracts the years of date text"
+        end, start = ends
+        assert end is not None and start is not None
+
+        found.append(_day_difference(sub, end, start, why, env))
+    return found
+
+
+def days_between(end: exp.Expr, start: exp.Expr, engine: str) -> exp.Expr:
+    """The number of days from ``start`` to ``end`` in ``engine``'s date arithmetic: ``JULIANDAY(end) -
+    JULIANDAY(start)`` on SQLite, a difference of dates on PostgreSQL, sqlglot's ``DATE_DIFF`` elsewhere."""
+    if engine == "sqlite":
+        return exp.Sub(this=exp.Anonymous(this="JULIANDAY", expressions=[end.copy()]),
+                       expression=exp.Anonymous(this="JULIANDAY", expressions=[start.copy()]))
+    if engine == "postgresql":
+        return exp.Sub(this=exp.Cast(this=end.copy(), to=exp.DataType.build("DATE")),
+                       expression=exp.Cast(this=start.copy(), to=exp.DataType.build("DATE")))
+    return exp.DateDiff(this=end.copy(), expression=start.copy(), unit=exp.var("DAY"))
+
+
+def _day_difference(sub: exp.Sub, end: exp.Expr, start: exp.Expr, why: str, env: Env) -> Finding:
+    """``sub`` -> the engine's number of days from ``start`` to ``end``."""
+    def build() -> exp.Expr:
+        return exp.paren(days_between(end, start, env.engine))
+    before = _sql(sub, env)
+    return Finding(f"{before} is {why}, not a number of days",
+                   f"{before} -> {_sql(build(), env)} (days between two dates)", lambda: sub.replace(build()))
+
+
+def _noun_column(tree: exp.Select, noun: str, env: Env) -> exp.Column | None:
+    """The one column of the tables in the outermost FROM and JOINs named for ``noun`` (``customers``:
+    ``customer_id``, ``customerid``, ``customer``, ``customers``), qualified when the query joins."""
+    stem = noun[:-3] + "y" if noun.endswith("ies") else noun[:-1] if noun.endswith("s") else noun
+    names = {noun, stem, f"{stem}_id", f"{stem}id"}
+    catalog = env.catalog()
+    clauses = [tree.args.get("from_"), *(tree.args.get("joins") or [])]
+    read = [node for clause in clauses if clause is not None and isinstance(node := clause.this, exp.Table)]
+    hits = [(node, column) for node in read if (table := catalog.table(node.name)) is not None
+            for column in table.columns if column.name.lower() in names]
+    if len(hits) != 1:
+        return None
+    node, column = hits[0]
+    qualifier = node.alias_or_name if len(clauses) > 1 else ""
+    return exp.column(catalog.ident(column.name), table=exp.to_identifier(qualifier) if qualifier else None)
+
+
+def _distinct(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"How many different X": a COUNT of the outermost SELECT counts each X once."""
+    if not rules.distinct or not isinstance(tree, exp.Select):
+        return []
+    counts = [c for output in _outputs(tree) for c in _own(output, exp.Count) if isinstance(c, exp.Count)]
+    if len(counts) != 1 or isinstance(counts[0].this, exp.Distinct):
+        return []
+    count = counts[0]
+    argument = count.this
+    if isinstance(argument, exp.Star):
+        column = _noun_column(tree, rules.distinct, env)
+        if column is None:
+            return [Finding(f'the question counts different "{rules.distinct}", but COUNT(*) counts rows')]
+        argument = column
+    elif not isinstance(argument, exp.Column):
+        return []
+
+    def build(argument: exp.Expr = argument) -> exp.Expr:
+        return exp.Count(this=exp.Distinct(expressions=[argument.copy()]))
+    before = _sql(count, env)
+    return [Finding(f'the question counts different "{rules.distinct}", but {before} counts repeats too',
+                    f"{before} -> {_sql(build(), env)} (counted once each)", lambda: count.replace(build()))]
+
+
+RULES: tuple[Rule, ...] = (_scale, _divisor, _integer_division, _days, _distinct)
+"""In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
+divisor, integer division, days and distinct counts."""
