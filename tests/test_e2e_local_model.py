@@ -111,3 +111,38 @@ def test_execution_tracing_with_the_local_model(concert_singer):
     if trace.outcome == "accepted":
         assert trace.consistent and report.candidates[-1].origin == "vet"
     assert results_equivalent(ResultSet(("n",), tuple(rows)), gold(concert_singer, "SELECT count(*) FROM singer"))
+
+
+def test_the_embedded_model_gives_token_scores_and_rescoring_recovers_them(concert_singer, tmp_path):
+    """The embedded server answers with log-probabilities; the cache keeps them; `llm rescore` (teacher forcing,
+    for caches recorded without them) gives the same numbers for the same reply, within the noise of batching."""
+    from verifiedsql.llm.cache import RecordingChatModel
+    from verifiedsql.llm.rescore import rescore_cache
+
+    cache = tmp_path / "cache.sqlite"
+    engine = verifiedsql.create_engine(f"sqlite:///{concert_singer}", local_model="0.5b", candidates=2,
+                                       cache_path=cache, cache_mode="readwrite")
+    with engine.connect() as conn:
+        result = conn.execute(verifiedsql.ask("How many singers do we have?"))
+    report = result.verification
+    live = [c.certainty for c in report.candidates]
+    assert all(c is not None and c.tokens > 0 and c.mean <= 0 for c in live), report.summary()
+    assert report.features and report.features["scored"] == 1.0
+    engine.dispose()
+    import sqlite3
+    db = sqlite3.connect(cache)
+    recorded = dict(db.execute("SELECT key, scores FROM responses WHERE purpose = 'generate'").fetchall())
+    db.execute("UPDATE responses SET scores = NULL")
+    db.commit()
+    db.close()
+    assert rescore_cache(cache, "0.5b", ("generate",), progress=lambda line: None) == len(recorded)
+    db = sqlite3.connect(cache)
+    from verifiedsql.llm.scores import loads
+    for key, scores in db.execute("SELECT key, scores FROM responses WHERE purpose = 'generate'"):
+        again, first = loads(scores), loads(recorded[key])
+        assert again is not None and first is not None and again.tokens == first.tokens
+        gaps = [abs(a - b) for a, b in zip(again.logprobs, first.logprobs)]
+        assert sum(gaps) / len(gaps) < 0.15, gaps
+    db.close()
+    replay = RecordingChatModel(None, cache, "replay", model_name="qwen2.5-coder-0.5b")
+    assert len(replay) >= 1
