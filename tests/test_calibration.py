@@ -218,6 +218,7 @@ def test_bench_calibrate_fits_on_one_half_and_reports_on_the_other():
         mean = -0.05 if right else -1.5
         features = {"share": 1.0, "agree": 5.0, "drawn": 5.0, "sql_mean": mean + 0.01 * (i % 7), "scored": 1.0}
         records.append({"strategy": "default", "id": i, "status": "answered", "correct": right, "vote_share": 1.0,
+                        "scored": True,
                         "evidence": [["vote", "for"]], "llm_calls": 5,
                         "candidates": [{"correct": right, "attempts": 0}] * 5,
                         "features": features, "first_features": dict(features, share=1.0, agree=1.0, drawn=1.0)})

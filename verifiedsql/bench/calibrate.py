@@ -25,6 +25,7 @@ from ..stages.calibration import FEATURES, Calibration, Logistic, opposed
 from .tiers import _tier, fit, halves
 
 TARGETS = {"verified": 0.95, "probable": 0.75}
+STOP_FLOOR = 0.5  # the greedy candidate alone is never the answer where it is likelier wrong than right
 _RANK = {"verified": 3, "probable": 2, "doubtful": 1, "unverified": 0, "none": -1}
 
 
@@ -53,7 +54,7 @@ def fit_logistic(rows: Sequence[dict[str, float]], labels: Sequence[bool], l2: f
 
 def threshold(scored: Sequence[tuple[float, bool]], target: float, minimum: int = 5) -> float:
     """The lowest probability whose answers at or above it are at least ``target`` precise (and at least
-    ``minimum`` of them); infinity when none is."""
+    ``minimum`` of them); infinity when none is. (Thresholds are stored rounded down to 4 places.)"""
     best = math.inf
     ordered = sorted(scored, key=lambda pair: -pair[0])
     right = 0
@@ -61,7 +62,7 @@ def threshold(scored: Sequence[tuple[float, bool]], target: float, minimum: int 
         right += correct
         tied_next = count < len(ordered) and ordered[count][0] == probability
         if not tied_next and count >= minimum and right / count >= target:
-            best = probability
+            best = math.floor(probability * 10_000) / 10_000
     return best
 
 
@@ -129,7 +130,7 @@ def choose_stop(records: Sequence[dict[str, Any]], calibration: Calibration, max
     full = sum(bool(r.get("correct")) for r in records) / len(records)
     candidates = sorted({round(calibration.first.probability(r["first_features"]), 4)
                          for r in records if _answered(r) and r.get("first_features")})
-    for stop in candidates:
+    for stop in (c for c in candidates if c >= STOP_FLOOR):
         ex = sum(policy(r, calibration, stop).correct for r in records) / len(records)
         if ex >= full - max_ex_loss:
             return stop
@@ -148,7 +149,7 @@ def fit_calibration(records: Sequence[dict[str, Any]], model: str, max_ex_loss: 
     thresholds = {tier: threshold([(o.probability, o.correct) for o in outcomes
                                    if not (o.opposed and tier == "verified")], target)
                   for tier, target in TARGETS.items()}
-    return Calibration(model, pool, first, {k: v for k, v in thresholds.items() if math.isfinite(v)}, stop)
+    return Calibration(model, pool, first, {k: round(v, 4) for k, v in thresholds.items() if math.isfinite(v)}, stop)
 
 
 def measure(records: Sequence[dict[str, Any]], calibration: Calibration, vote_rule: Callable[[dict[str, Any]], str],
@@ -200,6 +201,9 @@ def calibrate(records: Sequence[dict[str, Any]], strategy: str, model: str, seed
     """Fit on one seeded half of ``strategy``'s records, measure on the other; the vote-based rule is fitted on
     the same fit half (``bench tiers``) for the comparison."""
     chosen = [r for r in records if r.get("strategy") == strategy and r.get("status") != "llm_error"]
+    # a cache whose token scores are being added (llm rescore) has scored a prefix of the seeded questions: the
+    # fit and the report keep to the questions with scores
+    chosen = [r for r in chosen if r.get("scored")]
     fit_ids, report_ids = halves((r["id"] for r in chosen), seed)
     fitted_on = [r for r in chosen if r["id"] in fit_ids]
     reported = [r for r in chosen if r["id"] in report_ids]

@@ -86,6 +86,7 @@ def report_fields(report: VerificationReport | None) -> dict[str, Any]:
         "evidence": [[e.check, e.verdict] for e in report.evidence] if report else [],
         "probability": report.probability if report else None,
         "confidence_from": report.confidence_from if report else None,
+        "scored": bool(report and any(c.certainty is not None for c in report.candidates)),
         "features": dict(report.features) if report else {},
         "first_features": dict(report.first_features) if report else {},
         **_stage_fields(report),
