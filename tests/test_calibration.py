@@ -163,6 +163,7 @@ def test_the_probability_rises_with_the_models_certainty(shop_engine, tmp_path):
         _, report, _ = ask(shop_engine, "Who are the customers from Brazil?", model, calibration=fit)
         assert report.confidence_from == "calibration" and report.probability is not None
         probabilities.append(report.probability)
+        assert f"probability {report.probability:.2f}" in report.summary() and "probability" in report.to_html()
     assert probabilities[0] < probabilities[1] < probabilities[2]
 
 

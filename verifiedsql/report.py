@@ -422,7 +422,9 @@ class VerificationReport:
             self.candidates[m].sql == self.sql for m in c.members)), None)
         votes = f"{len(chosen.members)}/{len(self.candidates)}" if chosen else f"0/{len(self.candidates)}"
         lines = [
-            f"confidence: {self.confidence}; vote: {self.vote}" + (f" ({self.reason})" if self.reason else ""),
+            f"confidence: {self.confidence}" + (f" (probability {self.probability:.2f})"
+                                                if self.probability is not None else "")
+            + f"; vote: {self.vote}" + (f" ({self.reason})" if self.reason else ""),
             f"sql: {self.sql}",
             f"candidates: {len(self.candidates)} ({len(ok)} ran), clusters: {len(self.clusters)}, "
             f"votes for the answer: {votes}",

@@ -170,6 +170,8 @@ def _header(report: VerificationReport) -> Markup:
         tag("h1", "Verification report"),
         tag("div", report.question, cls="question"),
         tag("p", "confidence ", badge(report.confidence, f"tier-{report.confidence}"),
+            *([" \u00b7 probability ", badge(f"{report.probability:.2f}", "plain")]
+              if report.probability is not None else []),
             " \u00b7 vote ", badge(report.vote, "plain"), " \u00b7 dialect ", tag("code", report.dialect),
             *[join([" \u00b7 ", flag]) for flag in flags]),
     ])
