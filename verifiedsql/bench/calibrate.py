@@ -2,7 +2,8 @@
 seeded half of a run's records and report it on the other.
 
 Each answered record carries the features the library read (``features``; ``first_features`` for the greedy
-candidate alone). Two logistic models are fitted on the fit half (L2-penalised, standardised features): one
+candidate alone). Two logistic models are fitted on the fit half (standardised features, L2-penalised with the
+strength of least 5-fold cross-validated log-loss there): one
 for answers chosen among the candidates, one for the greedy candidate alone. On the fit half, the stop
 threshold is the lowest greedy probability at which answering with the greedy candidate alone loses no more
 than ``max_ex_loss`` of accuracy; the tiers' thresholds are the lowest probabilities at which the answers at or
@@ -50,6 +51,28 @@ def fit_logistic(rows: Sequence[dict[str, float]], labels: Sequence[bool], l2: f
     return Logistic({n: round(float(w), 6) for n, w in zip(FEATURES, theta[1:])},
                     {n: round(float(m), 6) for n, m in zip(FEATURES, means)},
                     {n: round(float(s), 6) for n, s in zip(FEATURES, scales)}, round(float(theta[0]), 6))
+
+
+PENALTIES = (0.3, 1.0, 3.0, 10.0, 30.0)  # the L2 strengths the cross-validation chooses among
+
+
+def fit_cross_validated(rows: Sequence[dict[str, float]], labels: Sequence[bool], folds: int = 5) -> Logistic:
+    """``fit_logistic`` with the L2 strength of the least held-out log-loss over ``folds`` folds of the rows
+    (every fold-th row held out in turn), refitted on all of them."""
+    if len(rows) < 2 * folds or len(set(labels)) < 2:
+        return fit_logistic(rows, labels)
+
+    def held_out_loss(l2: float) -> float:
+        total = 0.0
+        for fold in range(folds):
+            train = [i for i in range(len(rows)) if i % folds != fold]
+            model = fit_logistic([rows[i] for i in train], [labels[i] for i in train], l2)
+            for i in range(fold, len(rows), folds):
+                p = min(max(model.probability(rows[i]), 1e-6), 1 - 1e-6)
+                total -= math.log(p if labels[i] else 1 - p)
+        return total
+
+    return fit_logistic(rows, labels, min(PENALTIES, key=held_out_loss))
 
 
 def threshold(scored: Sequence[tuple[float, bool]], target: float, minimum: int = 5) -> float:
@@ -140,9 +163,10 @@ def choose_stop(records: Sequence[dict[str, Any]], calibration: Calibration, max
 def fit_calibration(records: Sequence[dict[str, Any]], model: str, max_ex_loss: float = 0.005) -> Calibration:
     """The calibration fitted on ``records`` (one strategy's, one half)."""
     answered = [r for r in records if _answered(r)]
-    pool = fit_logistic([r["features"] for r in answered], [bool(r.get("correct")) for r in answered])
+    pool = fit_cross_validated([r["features"] for r in answered], [bool(r.get("correct")) for r in answered])
     alone = [r for r in answered if r.get("first_features")]
-    first = fit_logistic([r["first_features"] for r in alone], [_first_correct(r) for r in alone]) if alone else None
+    first = (fit_cross_validated([r["first_features"] for r in alone], [_first_correct(r) for r in alone])
+             if alone else None)
     draft = Calibration(model, pool, first, {})
     stop = choose_stop(records, draft, max_ex_loss)
     outcomes = [policy(r, draft, stop) for r in answered]
