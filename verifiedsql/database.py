@@ -154,11 +154,14 @@ class Database:
 
     def _check(self, sql: str) -> None:
         """The statement guard, and the schema boundary: with ``options.schema``, only its tables are read."""
-        tree = check_query(sql, self.profile, self.functions())
+        policy = self.functions()
+        tree = check_query(sql, self.profile, policy)
         if tree is None:  # only where a test has switched the statement guard off
             return
         tables = [t.name for t in self.reflect().tables] if self.options.schema else []
-        relation_refusal(tree, self.profile, self.options.schema, tables, current_catalogs(self.engine.url))
+        relation_refusal(tree, self.profile, self.options.schema, tables, current_catalogs(self.engine.url),
+                         secret_relations=policy.relations if policy else (),
+                         secret_columns=policy.columns if policy else None)
 
     def functions(self, conn: sa.Connection | None = None) -> FunctionPolicy | None:
         """Which functions generated SQL may call here (``verifiedsql.functions``), read from the engine's

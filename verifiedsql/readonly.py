@@ -70,7 +70,7 @@ from .boundary import duckdb_relation_refusal, plan_relation_refusal
 from .bounded import postgresql_stream
 from .echo import unwrapped
 from .errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError, VerifiedSQLError
-from .functions import FunctionPolicy, name_policy, postgresql_policy, refusal_message
+from .functions import PG_CATALOG, FunctionPolicy, name_policy, postgresql_policy, refusal_message
 from .jsontree import json_nodes
 from .profiles import DialectProfile
 from .redact import engine_error
@@ -292,12 +292,13 @@ def _plan_refusal(plan: Any, profile: DialectProfile,
     return None
 
 
-def _pg_proc_policy(cursor: Cursor, names: list[str], profile: DialectProfile) -> FunctionPolicy:
+def _pg_proc_policy(cursor: Cursor, names: list[str], profile: DialectProfile,
+                    known: FunctionPolicy | None = None) -> FunctionPolicy:
     """The function policy for ``names``, read from ``pg_proc`` now (functions created since the
-    database's policy was cached are judged too)."""
-    cursor.execute("SELECT proname, provolatile FROM pg_catalog.pg_proc WHERE prokind <> 'p' AND proname = ANY(%s)",
-                   [names])
-    return postgresql_policy(cursor.fetchall(), profile)
+    database's policy was cached are judged too); the functions ``known`` (the database's policy)
+    refuses as secret views' sources stay refused."""
+    cursor.execute(PG_CATALOG + " AND proname = ANY(%s)", [names])
+    return postgresql_policy(cursor.fetchall(), profile, sources=known.sources if known else ())
 
 
 @contextmanager
@@ -339,9 +340,10 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
             raise
         explained = cursor.fetchone()[0]
         wrapper = None  # next: the catalog lookup, then psycopg's own DECLARE ... CURSOR FOR around the query
-        if construct := _plan_refusal(explained, profile, lambda names: _pg_proc_policy(cursor, names, profile)):
+        if construct := _plan_refusal(explained, profile,
+                                      lambda names: _pg_proc_policy(cursor, names, profile, functions)):
             raise _refuse(construct, f"the query plan writes or calls a function that is not allowed: {construct}")
-        if relation := plan_relation_refusal(explained, schema):
+        if relation := plan_relation_refusal(explained, schema, functions.columns if functions else {}):
             raise _refuse(relation, "the query plan reads outside the schema boundary or a secret catalog column")
         if plan:
             yield cursor
