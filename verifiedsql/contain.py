@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .errors import QueryError, VerifiedSQLError
-from .redact import engine_error
+from .redact import ENGINE_ERROR_CHARS, engine_error
 from .sqlshape import skip_comment, skip_quoted
 
 MAX_SQL_NESTING = 24  # brackets inside brackets; generated SQL rarely goes past 6
@@ -65,5 +65,5 @@ def as_query_error(what: str) -> Iterator[None]:
     except RecursionError as error:
         raise QueryError(f"{what} failed: the query is nested too deeply to handle; write it flatter.") from error
     except Exception as error:  # noqa: BLE001 - any other stray error is still a failed query, not a crash
-        detail = engine_error(str(error).strip())[:300]
+        detail = engine_error(str(error)[:ENGINE_ERROR_CHARS].strip())[:300]
         raise QueryError(f"{what} failed: {type(error).__name__}: {detail}") from error

@@ -73,7 +73,7 @@ from .errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeS
 from .functions import PG_CATALOG, FunctionPolicy, name_policy, postgresql_policy, refusal_message
 from .jsontree import json_nodes
 from .profiles import DialectProfile
-from .redact import engine_error
+from .redact import clip, engine_error
 from .safety import check_query, is_file_path
 
 Cursor = Any
@@ -94,7 +94,7 @@ def _engine_text(error: Exception, wrapper: str | None = "", sql: str = "") -> s
     about ``sql``, the text the model wrote (``echo.unwrapped``; ``wrapper=None``: a statement of unknown
     text)."""
     position = getattr(getattr(error, "diag", None), "statement_position", None)  # psycopg's, 1-based
-    return unwrapped(str(error).strip(), wrapper, sql, position=int(position) if position else None)
+    return unwrapped(clip(str(error).strip()), wrapper, sql, position=int(position) if position else None)
 
 
 def _query_error(error: Exception, wrapper: str | None = "", sql: str = "") -> QueryError:
@@ -161,8 +161,8 @@ def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s
         if timed_out:
             raise _timeout_error(timeout_s) from error
         if refused:
-            raise _refuse(", ".join(dict.fromkeys(refused)), str(error)) from error
-        message = str(error)
+            raise _refuse(", ".join(dict.fromkeys(refused)), clip(str(error))) from error
+        message = clip(str(error))
         if "one statement at a time" in message:
             raise _refuse("several statements", message) from error
         if "readonly database" in message:
@@ -353,7 +353,7 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
     except psycopg.errors.QueryCanceled as error:
         raise _timeout_error(timeout_s) from error
     except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as error:
-        match = re.search(r"cannot execute (.+?) in a read-only transaction", str(error))
+        match = re.search(r"cannot execute (.+?) in a read-only transaction", clip(str(error)))
         raise _refuse(match.group(1) if match else type(error).__name__, _engine_text(error, wrapper, sql)) from error
     except (psycopg.errors.SyntaxError, psycopg.errors.FeatureNotSupported) as error:
         if explained is None:
@@ -372,8 +372,9 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
                 raw.rollback()
             if before is not None:
                 failure = sys.exc_info()[1]
+                text = None if failure is None else clip(f"{failure} {clip(str(failure.__cause__))}")
                 session_state.settle(raw, before, plan=None if explained is None else json.dumps(explained),
-                                     error=None if failure is None else f"{failure} {failure.__cause__}")
+                                     error=text)
 
 
 # ------------------------------------------------------------------------------------------ snowflake

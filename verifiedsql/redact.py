@@ -1,10 +1,12 @@
 """Scrubbers for text that leaves verifiedsql: engine error messages (which may quote stored data) and
 anything that may carry a credential (model URLs with ``user:pass@``, API keys, ``Authorization`` headers).
 
-``engine_error`` is applied to every database error before it reaches a model prompt or a report. It only
-touches messages that quote data values (failed conversions, out-of-range values, key and row details), so
-identifier errors such as ``no such column: x`` or ``near "x": syntax error`` keep their exact bytes: the
-record/replay caches of recorded runs stay valid. ``secrets`` is applied to every model-client error.
+``engine_error`` is applied to every database error before it reaches a model prompt or a report. It first
+cuts the message to ``ENGINE_ERROR_CHARS`` (``clip``: an engine may quote a value of any size, and no
+regular expression here ever sees more than that), then only touches messages that quote data values
+(failed conversions, out-of-range values, key and row details), so identifier errors such as ``no such
+column: x`` or ``near "x": syntax error`` keep their exact bytes: the record/replay caches of recorded runs
+stay valid. ``secrets`` is applied to every model-client error.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 VALUE = "<value>"
 REDACTED = "<redacted>"
+ENGINE_ERROR_CHARS = 4096  # an engine's error text is cut to this many characters before anything reads it
+CUT = " [...]"  # what ends a message that ``clip`` cut
 
-# A quoted string: '...' or "..." with SQL-style doubled quotes inside.
-_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+# A quoted string: '...' or "..." with SQL-style doubled quotes inside; one that a cut left open runs to the
+# end of the text. Possessive repetitions: one step per run of characters, nothing to backtrack into.
+_QUOTED = re.compile(r"'[^']*+(?:''[^']*+)*+'?+|\"[^\"]*+(?:\"\"[^\"]*+)*+\"?+")
 # Engine messages whose quoted parts are data values (PostgreSQL, DuckDB, Snowflake, SQLite JSON). A
 # message matching none of these is returned unchanged.
 _DATA_MESSAGES = re.compile(
@@ -38,11 +43,18 @@ _UNQUOTED_TAIL = re.compile(r"(?i)(value out of range: )(?![\"'])\S.*$")  # "dat
 _WITH_VALUE = re.compile(r"(?i)\b(with value|value) (-?[\d.eE+]+)(?= (?:is|can't|cannot|out))")
 
 
+def clip(text: str, limit: int = ENGINE_ERROR_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (marked with ``CUT``); shorter text comes back unchanged."""
+    return text if len(text) <= limit else text[:limit] + CUT
+
+
 def engine_error(message: str) -> str:
-    """``message`` with the data values it quotes replaced by ``<value>`` and DETAIL lines dropped.
+    """``message`` cut to ``ENGINE_ERROR_CHARS``, with the data values it quotes replaced by ``<value>`` and
+    DETAIL lines dropped.
 
     Only messages about values (failed casts, ranges, encodings) are rewritten; identifier and syntax
     errors come back byte for byte."""
+    message = clip(message)
     text = _DETAIL_LINE.sub("", message)
     if text != message:
         text = re.sub(r"\n{2,}", "\n", text).strip()
