@@ -13,6 +13,7 @@ One reader per source, so that each safety layer judges names it found by itself
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Iterator
 
@@ -87,11 +88,24 @@ def sqlglot_tree(tree: exp.Expr, dialect: str) -> Iterator[tuple[Call, bool]]:
             yield (name, _qualifier(node), position), True
             continue
         try:
-            head = node.sql(dialect=dialect).split("(", 1)[0].strip().strip('"')
+            head = _binary_head(type(node), dialect) if isinstance(node, exp.Binary) else _head(node, dialect)
         except SqlglotError:
             continue
         if head and " " not in head:
             yield (head, _qualifier(node), position), False
+
+
+def _head(node: exp.Expr, dialect: str) -> str:
+    """What the generator writes before the first ``(`` of ``node`` in ``dialect``."""
+    return node.sql(dialect=dialect).split("(", 1)[0].strip().strip('"')
+
+
+@functools.cache
+def _binary_head(kind: type[exp.Binary], dialect: str) -> str:
+    """``_head`` of a two-operand function (``AND``, ``OR``, ``->``, ``POWER``, ...), written once per kind
+    with stand-in operands: its name does not depend on them, and a chain of them (``a OR b OR ...``) nests
+    as deep as it is long, where writing each link whole would take time in the square of the length."""
+    return _head(kind(this=exp.column("a"), expression=exp.column("b")), dialect)
 
 
 def postgresql_plan(plan: Any) -> Iterator[Call]:
