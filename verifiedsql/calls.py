@@ -13,7 +13,6 @@ One reader per source, so that each safety layer judges names it found by itself
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any, Iterator
 
@@ -100,12 +99,17 @@ def _head(node: exp.Expr, dialect: str) -> str:
     return node.sql(dialect=dialect).split("(", 1)[0].strip().strip('"')
 
 
-@functools.cache
+_BINARY_HEADS: dict[tuple[str, str], str] = {}
+
+
 def _binary_head(kind: type[exp.Binary], dialect: str) -> str:
     """``_head`` of a two-operand function (``AND``, ``OR``, ``->``, ``POWER``, ...), written once per kind
     with stand-in operands: its name does not depend on them, and a chain of them (``a OR b OR ...``) nests
     as deep as it is long, where writing each link whole would take time in the square of the length."""
-    return _head(kind(this=exp.column("a"), expression=exp.column("b")), dialect)
+    key = (kind.__qualname__, dialect)
+    if key not in _BINARY_HEADS:
+        _BINARY_HEADS[key] = _head(kind(this=exp.column("a"), expression=exp.column("b")), dialect)
+    return _BINARY_HEADS[key]
 
 
 def postgresql_plan(plan: Any) -> Iterator[Call]:
