@@ -22,9 +22,10 @@ What each engine does:
 * **duckdb**: DuckDB's own parser (``extract_statements``) must see exactly one SELECT statement; its
   parse tree (``json_serialize_sql``) must call only functions the database's function policy allows
   (``functions``: DuckDB's own catalog; table functions by allowlist) and scan no file path (replacement
-  scans such as ``FROM 'x.csv'``); extension auto-install and auto-load are off
-  while it runs; it runs on a duplicate connection (DuckDB's ``cursor()``), in a transaction that is
-  always rolled back, and a timer ``interrupt()``s it.
+  scans such as ``FROM 'x.csv'``); extension auto-install and auto-load are off while it runs
+  (database-wide settings: the first question on a database turns them off and the last one to end puts
+  the user's values back, ``duckdb_extensions``); it runs on a duplicate connection (DuckDB's
+  ``cursor()``), in a transaction that is always rolled back, and a timer ``interrupt()``s it.
   ``enable_external_access=false`` was not chosen: DuckDB 1.5 cannot turn it back on while the database
   is open, so it would break the user's own later use (``allowed_paths``/``allowed_directories`` only
   apply once it is off, and ``lock_configuration`` is equally one-way).
@@ -65,7 +66,7 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Any, Callable, ContextManager, Iterator
 
-from . import backends, calls, session_state, sqlite_hooks
+from . import backends, calls, duckdb_extensions, session_state, sqlite_hooks
 from .boundary import duckdb_relation_refusal, plan_relation_refusal
 from .bounded import postgresql_stream
 from .echo import unwrapped
@@ -175,7 +176,6 @@ def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s
 
 # --------------------------------------------------------------------------------------------- duckdb
 
-_DUCKDB_SETTINGS = ("autoinstall_known_extensions", "autoload_known_extensions")
 # DuckDB streams a result into a buffer of this size, but counts only a string's 16-byte header: with the
 # default (~1 MB) a query of 100 KB strings is computed whole before the first fetch. A tiny buffer makes it
 # compute one chunk (2,048 rows) ahead of the fetch, so ``bounded.fetch_bounded`` can stop it in time.
@@ -240,29 +240,35 @@ def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *, pla
         if schema and (relation := duckdb_relation_refusal(
                 serialized, schema, own.execute("SELECT current_database()").fetchone()[0])):
             raise _refuse(relation, "the query reads outside the schema boundary")
-        previous = {name: own.execute(f"SELECT current_setting('{name}')").fetchone()[0] for name in _DUCKDB_SETTINGS}
-        own.execute("BEGIN TRANSACTION")
-        timer = threading.Timer(timeout_s, own.interrupt)
-        wrapper = "EXPLAIN " if plan else ""
-        try:
-            for name in _DUCKDB_SETTINGS:
-                own.execute(f"SET {name} = false")
+        with duckdb_extensions.held_off(own, duckdb_extensions.database_key(own, _duckdb_connection(raw))):
             own.execute(f"SET streaming_buffer_size = '{_DUCKDB_STREAM_BUFFER}'")  # this duplicate only
-            timer.start()
-            yield own.execute(wrapper + sql)
-        except duckdb_module.InterruptException as error:
-            raise _timeout_error(timeout_s) from error
-        except duckdb_module.PermissionException as error:
-            raise _refuse("permission", _engine_text(error, wrapper, sql)) from error
-        except duckdb_module.Error as error:
-            raise _query_error(error, wrapper, sql) from error
-        finally:
-            timer.cancel()
-            own.execute("ROLLBACK")
-            for name, value in previous.items():
-                own.execute(f"SET {name} = {str(value).lower()}")
+            own.execute("BEGIN TRANSACTION")
+            with _duckdb_run(own, sql, timeout_s, plan) as cursor:
+                yield cursor
     finally:
         own.close()
+
+
+@contextmanager
+def _duckdb_run(own: Any, sql: str, timeout_s: float, plan: bool) -> Iterator[Cursor]:
+    """Run ``sql`` (its ``EXPLAIN`` with ``plan``) on the duplicate ``own``, inside the transaction begun
+    there, interrupted after ``timeout_s``; the transaction is rolled back after."""
+    import duckdb as duckdb_module
+
+    timer = threading.Timer(timeout_s, own.interrupt)
+    wrapper = "EXPLAIN " if plan else ""
+    try:
+        timer.start()
+        yield own.execute(wrapper + sql)
+    except duckdb_module.InterruptException as error:
+        raise _timeout_error(timeout_s) from error
+    except duckdb_module.PermissionException as error:
+        raise _refuse("permission", _engine_text(error, wrapper, sql)) from error
+    except duckdb_module.Error as error:
+        raise _query_error(error, wrapper, sql) from error
+    finally:
+        timer.cancel()
+        own.execute("ROLLBACK")
 
 
 # ----------------------------------------------------------------------------------------- postgresql
