@@ -34,6 +34,7 @@ from .functions import FunctionPolicy, load_policy
 from .privileges import check_role
 from .profiles import DialectProfile, profile_for
 from .readonly import STRATEGIES, Strategy
+from .redact import engine_error
 from .results import ResultSet
 from .safety import check_query
 from .schema import Column, ForeignKey, Schema, Table
@@ -227,8 +228,15 @@ class Database:
                 self.reflected_with = f"inspector, after the catalog reader failed: {type(error).__name__}: {error}"
         else:
             self.reflected_with = "inspector"
-        with self._connect() as conn:
-            return inspected(sa.inspect(conn), self.options.schema)
+        try:
+            with self._connect() as conn:
+                return inspected(sa.inspect(conn), self.options.schema)
+        except sa.exc.DBAPIError as error:  # not a database the driver can read (a file of something else)
+            raise QueryError(
+                f"cannot read the tables of {self.engine.url.render_as_string()}: "
+                f"{engine_error(str(error.orig).strip())}; check that it names a {self.profile.display_name} "
+                "database that this driver can open."
+            ) from error
 
     def _table(self, name: str, catalog: Catalog, texts: dict[int, str]) -> Table:
         primary = set(catalog.primary_keys.get(name, ()))
