@@ -101,10 +101,25 @@ def relation_refusal(tree: exp.Expression, profile: DialectProfile, schema: str 
             continue
         if catalog and catalog.lower() not in allowed_catalogs:
             raise _refuse(f"{shown} is in another database, outside schema={schema!r}", f"relation {shown}")
-        if db and db.lower() != schema.lower():
+        if db and not same_schema(table.args.get("db"), schema, profile.name):
             raise _refuse(f"{shown} is outside schema={schema!r}", f"relation {shown}")
         if not db and name.lower() not in known:
             raise _refuse(f"{name} is not a table of schema={schema!r}", f"relation {name}")
+
+
+def same_schema(written: Any, schema: str, engine: str) -> bool:
+    """Whether the schema name ``written`` in a query (an ``exp.Identifier``) names ``schema`` as the engine
+    resolves it: PostgreSQL folds an unquoted name to lower case and keeps a quoted one exactly (``"S1"`` is
+    not ``s1``); Snowflake folds unquoted names to upper case, and a lower-case ``schema`` is SQLAlchemy's
+    case-insensitive spelling of the upper-case name; DuckDB and SQLite match names in any case."""
+    if not isinstance(written, exp.Identifier):
+        return str(written or "").lower() == schema.lower()
+    name, quoted = written.name, bool(written.args.get("quoted"))
+    if engine == "postgresql":
+        return (name if quoted else name.lower()) == schema
+    if engine == "snowflake":
+        return (name if quoted else name.upper()) == (schema.upper() if schema == schema.lower() else schema)
+    return name.lower() == schema.lower()
 
 
 def _secret_column(tree: exp.Expression, table: exp.Table, secret_columns: Mapping[str, frozenset[str]]) -> str | None:
