@@ -98,8 +98,11 @@ def _engine_text(error: Exception, wrapper: str | None = "", sql: str = "") -> s
     return unwrapped(clip(str(error).strip()), wrapper, sql, position=int(position) if position else None)
 
 
-def _query_error(error: Exception, wrapper: str | None = "", sql: str = "") -> QueryError:
-    return QueryError(f"the database rejected the query: {engine_error(_engine_text(error, wrapper, sql))}")
+def _query_error(error: Exception, wrapper: str | None = "", sql: str = "", *, ran: bool = False) -> QueryError:
+    """``ran``: the error came while the query ran over stored rows (PostgreSQL: after its plan was checked),
+    so every value it quotes is masked, whatever the message (``redact.engine_error``'s ``data``)."""
+    text = engine_error(_engine_text(error, wrapper, sql), data=ran)
+    return QueryError(f"the database rejected the query: {text}")
 
 
 def _timeout_error(timeout_s: float) -> QueryTimeoutError:
@@ -364,11 +367,14 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
     except (psycopg.errors.SyntaxError, psycopg.errors.FeatureNotSupported) as error:
         if explained is None:
             raise _query_error(error, wrapper, sql) from error
-        # the server planned it but will not declare it as a cursor: no plain query (SELECT ... INTO)
-        raise _refuse(_first_keyword(sql), "PostgreSQL will not run it as a plain query: "
-                                           f"{_engine_text(error, wrapper, sql)}") from error
+        if getattr(error.diag, "source_file", None) == "analyze.c":  # parse analysis of DECLARE ... CURSOR FOR
+            # the server planned it but will not declare it as a cursor: no plain query (SELECT ... INTO)
+            raise _refuse(_first_keyword(sql), "PostgreSQL will not run it as a plain query: "
+                                               f"{_engine_text(error, wrapper, sql)}") from error
+        # a stored value that does not parse as tsquery, jsonpath, regtype, ...: a data error, SQLSTATE 42601
+        raise _query_error(error, wrapper, sql, ran=True) from error
     except psycopg.Error as error:
-        raise _query_error(error, wrapper, sql) from error
+        raise _query_error(error, wrapper, sql, ran=explained is not None) from error
     finally:
         cursor.close()
         if not raw.broken:  # a lost connection has nothing to roll back (and would hide the error)

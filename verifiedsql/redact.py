@@ -29,7 +29,8 @@ _DATA_MESSAGES = re.compile(
     r"invalid input (?:syntax|value)|could not convert|conversion error|is out of range|out of range for"
     r"|is not recognized|not a valid|invalid (?:date|time|timestamp|interval|value|escape)"
     r"|malformed|cannot be cast|can't be cast|could not cast|failed to cast|overflow|field value out of range"
-    r"|for encoding|byte sequence|invalid byte|unrecognized (?:value|token)|bad value",
+    r"|for encoding|byte sequence|invalid byte|unrecognized (?:value|token|encoding)|bad value"
+    r"|not recognized|encoding name|invalid size|in tsquery|jsonpath input|invalid type name|unknown timezone",
     re.IGNORECASE,
 )
 # Lines that quote whole rows or key values (PostgreSQL DETAIL, DuckDB/Snowflake row context).
@@ -48,24 +49,27 @@ def clip(text: str, limit: int = ENGINE_ERROR_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + CUT
 
 
-def engine_error(message: str) -> str:
+def engine_error(message: str, *, data: bool = False) -> str:
     """``message`` cut to ``ENGINE_ERROR_CHARS``, with the data values it quotes replaced by ``<value>`` and
     DETAIL lines dropped.
 
     Only messages about values (failed casts, ranges, encodings) are rewritten; identifier and syntax
-    errors come back byte for byte."""
+    errors come back byte for byte. ``data``: the error came while the query ran over stored rows, so every
+    line but the engine's echo of the query is read as quoting values (PostgreSQL's ``syntax error at or
+    near "..."`` about a stored value that is not a valid ``regtype``, a ``relation "..."`` from a
+    ``regclass`` cast)."""
     message = clip(message)
     text = _DETAIL_LINE.sub("", message)
     if text != message:
         text = re.sub(r"\n{2,}", "\n", text).strip()
     lines = text.split("\n")
-    if not any(_DATA_MESSAGES.search(line) for line in lines if not _ECHO_LINE.match(line)):
+    if not data and not any(_DATA_MESSAGES.search(line) for line in lines if not _ECHO_LINE.match(line)):
         return text
-    return "\n".join(line if _ECHO_LINE.match(line) else _mask_values(line) for line in lines)
+    return "\n".join(line if _ECHO_LINE.match(line) else _mask_values(line, data) for line in lines)
 
 
-def _mask_values(line: str) -> str:
-    if not _DATA_MESSAGES.search(line):
+def _mask_values(line: str, data: bool = False) -> str:
+    if not data and not _DATA_MESSAGES.search(line):
         return line
     line = _QUOTED.sub(lambda m: f"{m.group(0)[0]}{VALUE}{m.group(0)[0]}", line)
     line = _OVERFLOW_OPERANDS.sub(rf"\1({VALUE})", line)

@@ -326,6 +326,46 @@ def test_engine_errors_never_quote_stored_values(dialect: str, worlds: Worlds, h
         assert not _leaks(outcome, hostile, TOKEN)
 
 
+PHRASE = "phrase 7c1d secretword"  # a stored value with spaces: no tsquery, jsonpath or type name parses it
+UNRECOGNISED = {  # issue 33, finding 8: engine errors that quote a stored value the scrubber did not know
+    "postgresql": [
+        "SELECT timezone(note, now()) FROM other.notes",
+        "SELECT date_trunc(note, now()) FROM other.notes",
+        "SELECT encode('x'::bytea, note) FROM other.notes",
+        "SELECT convert_to('x', note) FROM other.notes",
+        "SELECT pg_size_bytes(note) FROM other.notes",
+        "SELECT note::tsquery FROM other.notes",  # SQLSTATE 42601, raised while the query runs
+        "SELECT note::jsonpath FROM other.notes",
+        "SELECT note::regtype FROM other.notes",  # 42601 with a CONTEXT line naming the whole value
+        "SELECT replace(note, ' ', '')::regclass FROM other.notes",  # relation "..." does not exist
+    ],
+    "duckdb": ["SELECT timezone(note, now()) FROM other.notes", "SELECT date_trunc(note, now()) FROM other.notes"],
+}
+CASES = [(dialect, sql) for dialect, sqls in UNRECOGNISED.items() for sql in sqls]
+
+
+@pytest.fixture(scope="module")
+def notes(worlds: Worlds, other_schema: dict[str, str]) -> None:
+    for dialect in UNRECOGNISED:
+        with worlds(dialect).engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE IF NOT EXISTS other.notes (note TEXT)")
+            conn.exec_driver_sql(f"INSERT INTO other.notes VALUES ('{PHRASE}')")
+
+
+@pytest.mark.parametrize(("dialect", "sql"), CASES, ids=[f"{d}-{sql.split()[1][:24]}" for d, sql in CASES])
+def test_unrecognised_engine_errors_never_quote_stored_values(dialect: str, sql: str, worlds: Worlds,
+                                                              hostile: HostileModel, notes: None) -> None:
+    world = worlds(dialect)
+    hostile.serve(sql, refine=[COUNT_SQL])
+    for api in world.apis():
+        outcome = world.ask(api, QUESTION)
+        first = outcome.report.candidates[0]
+        assert first.attempts and first.attempts[0] == sql, first  # it failed, and was refined
+        assert "<value>" in hostile.prompt_text(), hostile.prompt_text()[-600:]
+        assert not _leaks(outcome, hostile, "7c1d", "secretword"), hostile.prompt_text()[-600:]
+        assert "CONTEXT" not in hostile.prompt_text()
+
+
 def test_identifier_errors_keep_their_bytes() -> None:
     """What SQLite's recorded runs showed the model must not change (the replay caches stay valid)."""
     from verifiedsql.redact import engine_error
