@@ -14,17 +14,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from conftest import HostileModel, Outcome, World, Worlds
+from conftest import HOSTILE_OPTIONS, HostileModel, Outcome, World, Worlds
 
+import verifiedsql
 from verifiedsql.config import LLMSettings, Options
 from verifiedsql.database import Database
-from verifiedsql.errors import UnsafeSQLError
+from verifiedsql.errors import NoAnswerError, UnsafeSQLError
 from verifiedsql.safety import check_query
 
 pytestmark = pytest.mark.timeout(120)
@@ -226,3 +228,28 @@ def test_refused_functions_under_other_names_through_the_apis(dialect: str, sql:
         outcome = world.ask(api, QUESTION)
         assert not outcome.answered, (api, outcome.rows)
         assert function in (outcome.report.candidates[0].error or "").lower()
+
+
+# ------------------------------------------------------------------------------- the asyncio path
+
+def test_server_state_and_settings_through_the_async_engine(postgres: World, hostile: HostileModel) -> None:
+    """Findings 1 and 2 through ``create_async_engine`` (asyncpg): it answers on a synchronous twin, whose
+    guards refuse the same SQL."""
+    async def ask(sql: str) -> Any:
+        engine = verifiedsql.create_async_engine(postgres.engine.url.set(drivername="postgresql+asyncpg"),
+                                                 **dict(HOSTILE_OPTIONS, llm_base_url=hostile.url))
+        try:
+            hostile.serve(sql)
+            async with engine.connect() as conn:
+                return (await conn.execute(verifiedsql.ask(QUESTION))).all()
+        except NoAnswerError as error:
+            return error.report
+        finally:
+            await engine.dispose()
+
+    for sql in (ACTIVITY, *SETTINGS):
+        report = asyncio.run(ask(sql))
+        assert not isinstance(report, list), (sql, report)
+        assert report.candidates[0].status == "unsafe", (sql, report.candidates[0])
+        shown = hostile.prompt_text() + json.dumps(report.to_dict(), default=str)
+        assert not [s for s in (PASSWORD, JWT, ROLE_TOKEN) if s in shown], sql
