@@ -24,7 +24,7 @@ What each engine does:
   (``functions``: DuckDB's own catalog; table functions by allowlist) and scan no file path (replacement
   scans such as ``FROM 'x.csv'``); extension auto-install and auto-load are off while it runs
   (database-wide settings: the first question on a database turns them off and the last one to end puts
-  the user's values back, ``duckdb_extensions``); it runs on a duplicate connection (DuckDB's
+  the user's values back); it runs on a duplicate connection (DuckDB's
   ``cursor()``), in a transaction that is always rolled back, and a timer ``interrupt()``s it.
   ``enable_external_access=false`` was not chosen: DuckDB 1.5 cannot turn it back on while the database
   is open, so it would break the user's own later use (``allowed_paths``/``allowed_directories`` only
@@ -64,9 +64,10 @@ import threading
 import time
 from collections.abc import Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Iterator
 
-from . import backends, calls, duckdb_extensions, session_state, sqlite_hooks
+from . import backends, calls, session_state, sqlite_hooks
 from .boundary import duckdb_relation_refusal, plan_relation_refusal
 from .bounded import postgresql_stream
 from .echo import unwrapped
@@ -184,6 +185,59 @@ def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s
 # compute one chunk (2,048 rows) ahead of the fetch, so ``bounded.fetch_bounded`` can stop it in time.
 _DUCKDB_STREAM_BUFFER = "1KB"
 
+# Extension auto-install and auto-load exist only database-wide (``SET SESSION`` is refused), so the duplicate
+# connection cannot hold values of its own. The first question on a database reads the user's values and
+# turns both off, overlapping questions count themselves in, and the last one to end puts the user's values
+# back: overlapping questions never put back each other's "off", and once none runs the database holds the
+# user's values again. A database is known by its file (every Python connection to one file shares a DuckDB
+# instance), an in-memory one by the connection that opened it. A value the user sets while a question runs
+# is overwritten when the last one ends.
+_DUCKDB_SETTINGS = ("autoinstall_known_extensions", "autoload_known_extensions")
+
+
+@dataclass
+class _DuckDBHeld:
+    """The questions running on one database, and the user's values to put back after the last."""
+
+    count: int = 0
+    saved: dict[str, str] = field(default_factory=dict)
+
+
+_DUCKDB_LOCK = threading.Lock()
+_DUCKDB_HELD: dict[tuple[str, str | int], _DuckDBHeld] = {}
+
+
+def _duckdb_database_key(cursor: Any, root: Any) -> tuple[str, str | int]:
+    """Which DuckDB database ``cursor`` (a duplicate of the connection ``root``) is on: its file's path, or
+    for an in-memory database the connection that opened it."""
+    row = cursor.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    path = row[0] if row else None
+    return ("file", str(path)) if path else ("memory", id(root))
+
+
+@contextmanager
+def _duckdb_extensions_off(cursor: Any, key: tuple[str, str | int]) -> Iterator[None]:
+    """Auto-install and auto-load off on the database ``key`` while the block runs (set and put back on
+    ``cursor``), counted with every other question on it."""
+    with _DUCKDB_LOCK:
+        held = _DUCKDB_HELD.get(key) or _DuckDBHeld()
+        if held.count == 0:
+            held.saved = {name: str(cursor.execute(f"SELECT current_setting('{name}')").fetchone()[0]).lower()
+                          for name in _DUCKDB_SETTINGS}
+            for name in _DUCKDB_SETTINGS:
+                cursor.execute(f"SET {name} = false")
+        held.count += 1
+        _DUCKDB_HELD[key] = held
+    try:
+        yield
+    finally:
+        with _DUCKDB_LOCK:
+            held.count -= 1
+            if held.count == 0:
+                del _DUCKDB_HELD[key]
+                for name, value in held.saved.items():
+                    cursor.execute(f"SET {name} = {'true' if value == 'true' else 'false'}")
+
 
 def _duckdb_tree_refusal(tree: Any, profile: DialectProfile, functions: FunctionPolicy | None = None) -> str | None:
     """The first refused function (by the database's policy, else by name) or file scan in DuckDB's
@@ -243,7 +297,7 @@ def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *, pla
         if schema and (relation := duckdb_relation_refusal(
                 serialized, schema, own.execute("SELECT current_database()").fetchone()[0])):
             raise _refuse(relation, "the query reads outside the schema boundary")
-        with duckdb_extensions.held_off(own, duckdb_extensions.database_key(own, _duckdb_connection(raw))):
+        with _duckdb_extensions_off(own, _duckdb_database_key(own, _duckdb_connection(raw))):
             own.execute(f"SET streaming_buffer_size = '{_DUCKDB_STREAM_BUFFER}'")  # this duplicate only
             own.execute("BEGIN TRANSACTION")
             with _duckdb_run(own, sql, timeout_s, plan) as cursor:
