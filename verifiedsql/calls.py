@@ -87,11 +87,29 @@ def sqlglot_tree(tree: exp.Expr, dialect: str) -> Iterator[tuple[Call, bool]]:
             yield (name, _qualifier(node), position), True
             continue
         try:
-            head = node.sql(dialect=dialect).split("(", 1)[0].strip().strip('"')
+            head = _binary_head(type(node), dialect) if isinstance(node, exp.Binary) else _head(node, dialect)
         except SqlglotError:
             continue
         if head and " " not in head:
             yield (head, _qualifier(node), position), False
+
+
+def _head(node: exp.Expr, dialect: str) -> str:
+    """What the generator writes before the first ``(`` of ``node`` in ``dialect``."""
+    return node.sql(dialect=dialect).split("(", 1)[0].strip().strip('"')
+
+
+_BINARY_HEADS: dict[tuple[str, str], str] = {}
+
+
+def _binary_head(kind: type[exp.Binary], dialect: str) -> str:
+    """``_head`` of a two-operand function (``AND``, ``OR``, ``->``, ``POWER``, ...), written once per kind
+    with stand-in operands: its name does not depend on them, and a chain of them (``a OR b OR ...``) nests
+    as deep as it is long, where writing each link whole would take time in the square of the length."""
+    key = (kind.__qualname__, dialect)
+    if key not in _BINARY_HEADS:
+        _BINARY_HEADS[key] = _head(kind(this=exp.column("a"), expression=exp.column("b")), dialect)
+    return _BINARY_HEADS[key]
 
 
 def postgresql_plan(plan: Any) -> Iterator[Call]:

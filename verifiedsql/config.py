@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -144,6 +145,10 @@ class Options:
     vet_similarity: float = 0.6  # threshold of the question-reconstruction check (see verifiedsql/similarity.py)
 
     def __post_init__(self) -> None:
+        numbers = [(item.name, getattr(self, item.name)) for item in fields(self)]
+        for name, value in [*numbers, ("llm_timeout_s", getattr(self.llm, "timeout_s", 0.0))]:
+            if isinstance(value, float) and not math.isfinite(value):  # NaN passes every comparison below
+                raise ConfigurationError(f"{name}={value!r}: give a finite number.")
         if self.cache_mode not in ("off", "readwrite", "replay"):
             raise ConfigurationError(
                 f"cache_mode={self.cache_mode!r}: use 'off', 'readwrite' or 'replay'."

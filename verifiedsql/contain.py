@@ -4,8 +4,10 @@ Model-written text is parsed by recursive parsers (sqlglot for SQL, Python's ``a
 ``json`` for replies), and a reply nested a few dozen levels deep makes them raise ``RecursionError``.
 Two tools, used where each kind of work is done:
 
-* ``sql_nesting_problem`` bounds how deeply SQL may nest brackets (``MAX_SQL_NESTING``), so the statement
-  guard refuses such SQL before any parser, optimizer or engine recurses into it;
+* ``sql_size_problem`` bounds how long SQL may be (``MAX_SQL_CHARS``) and ``sql_nesting_problem`` how deeply
+  it may nest brackets (``MAX_SQL_NESTING``), so the statement guard refuses such SQL before any parser,
+  optimizer or engine reads or recurses into it (the parsers, the repairs and sqlglot's scopes take time
+  that grows faster than the text on some shapes, such as a long ``OR`` chain);
 * ``as_query_error`` turns any exception that is not a ``VerifiedSQLError`` raised while a generated query
   is checked, run or fetched (a ``RecursionError``, a driver's ``OverflowError`` on an interval it cannot
   convert, ...) into ``QueryError``, so the candidate is dropped with its reason in the report.
@@ -17,10 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .errors import QueryError, VerifiedSQLError
-from .redact import engine_error
+from .redact import ENGINE_ERROR_CHARS, engine_error
 from .sqlshape import skip_comment, skip_quoted
 
 MAX_SQL_NESTING = 24  # brackets inside brackets; generated SQL rarely goes past 6
+MAX_SQL_CHARS = 64_000  # characters of one generated statement; generated SQL rarely goes past 5,000
 _OPENERS, _CLOSERS = "([{", ")]}"
 
 
@@ -46,6 +49,14 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
+def sql_size_problem(sql: str) -> str | None:
+    """Why ``sql`` is too long to be checked, or None."""
+    if len(sql) <= MAX_SQL_CHARS:
+        return None
+    return (f"the SQL is {len(sql):,} characters long, more than the {MAX_SQL_CHARS:,} the statement guard "
+            "checks; write a shorter query")
+
+
 def sql_nesting_problem(sql: str) -> str | None:
     """Why ``sql`` nests too deeply to be checked, or None."""
     depth = nesting_depth(sql)
@@ -65,5 +76,5 @@ def as_query_error(what: str) -> Iterator[None]:
     except RecursionError as error:
         raise QueryError(f"{what} failed: the query is nested too deeply to handle; write it flatter.") from error
     except Exception as error:  # noqa: BLE001 - any other stray error is still a failed query, not a crash
-        detail = engine_error(str(error).strip())[:300]
+        detail = engine_error(str(error)[:ENGINE_ERROR_CHARS].strip())[:300]
         raise QueryError(f"{what} failed: {type(error).__name__}: {detail}") from error

@@ -34,6 +34,7 @@ from .functions import FunctionPolicy, load_policy
 from .privileges import check_role
 from .profiles import DialectProfile, profile_for
 from .readonly import STRATEGIES, Strategy
+from .redact import engine_error
 from .results import ResultSet
 from .safety import check_query
 from .schema import Column, ForeignKey, Schema, Table
@@ -154,11 +155,14 @@ class Database:
 
     def _check(self, sql: str) -> None:
         """The statement guard, and the schema boundary: with ``options.schema``, only its tables are read."""
-        tree = check_query(sql, self.profile, self.functions())
+        policy = self.functions()
+        tree = check_query(sql, self.profile, policy)
         if tree is None:  # only where a test has switched the statement guard off
             return
         tables = [t.name for t in self.reflect().tables] if self.options.schema else []
-        relation_refusal(tree, self.profile, self.options.schema, tables, current_catalogs(self.engine.url))
+        relation_refusal(tree, self.profile, self.options.schema, tables, current_catalogs(self.engine.url),
+                         secret_relations=policy.relations if policy else (),
+                         secret_columns=policy.columns if policy else None)
 
     def functions(self, conn: sa.Connection | None = None) -> FunctionPolicy | None:
         """Which functions generated SQL may call here (``verifiedsql.functions``), read from the engine's
@@ -224,8 +228,15 @@ class Database:
                 self.reflected_with = f"inspector, after the catalog reader failed: {type(error).__name__}: {error}"
         else:
             self.reflected_with = "inspector"
-        with self._connect() as conn:
-            return inspected(sa.inspect(conn), self.options.schema)
+        try:
+            with self._connect() as conn:
+                return inspected(sa.inspect(conn), self.options.schema)
+        except sa.exc.DBAPIError as error:  # not a database the driver can read (a file of something else)
+            raise QueryError(
+                f"cannot read the tables of {self.engine.url.render_as_string()}: "
+                f"{engine_error(str(error.orig).strip())}; check that it names a {self.profile.display_name} "
+                "database that this driver can open."
+            ) from error
 
     def _table(self, name: str, catalog: Catalog, texts: dict[int, str]) -> Table:
         primary = set(catalog.primary_keys.get(name, ()))

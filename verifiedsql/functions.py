@@ -7,11 +7,22 @@ engine guards with the names the engine itself reports), and a refusal names the
   volatile ones (``random``, ``clock_timestamp``, ``gen_random_uuid``, ...). Every other volatile
   function is refused (replication slots, ``pg_stat_reset``, advisory locks, large objects, ...), and so
   are, by name, stable ones that read server settings or files or run SQL text (``current_setting``,
-  ``pg_ls_*``, ``pg_read_*``, ``*_to_xml``). A name ``pg_proc`` does not know is refused too (the
-  server would reject it). Names are matched as the server resolves them: exactly, after pglast has
-  folded unquoted names and decoded ``U&"..."`` escapes; all overloads of a name must be allowed.
+  ``pg_ls_*``, ``pg_read_*``, ``*_to_xml``). Server-state readers are found in the catalog: a built-in
+  function the server marks not parallel-safe (``proparallel``: it reads the session's or other
+  backends' state, such as ``pg_stat_get_backend_activity``, or assigns a transaction id, such as
+  ``pg_current_xact_id``) is refused, but for a few harmless ones (``age``, ``current_schema``, ...); so is
+  every ``pg_stat_*`` name (statistics and activity, an extension's included). ``pg_views`` then gives
+  the system views built on a refused function (``pg_stat_user_tables``, ``pg_locks``, ...), refused as
+  relations (``FunctionPolicy.relations``), and the set-returning functions that the secret system views read
+  from and no other system view does (``pg_get_replication_slots``). A name ``pg_proc`` does not know is
+  refused too (the server would reject it). ``pg_attribute`` gives the settings columns of the system
+  relations (``setconfig``, ``rolconfig``, ...: ``ALTER ROLE/DATABASE ... SET`` values, secrets
+  included), which a plan may not read (``FunctionPolicy.columns``). Names are matched as the server
+  resolves them: exactly, after pglast has folded unquoted names and decoded ``U&"..."`` escapes; all
+  overloads of a name must be allowed.
 * **DuckDB** (``duckdb_functions()``): CONSISTENT and CONSISTENT_WITHIN_QUERY scalars and aggregates,
-  built-in macros, and named harmless volatile ones (``random``, ``uuid``, ...); table functions only
+  built-in macros whose body calls only allowed functions (``pg_sleep`` is a macro over ``sleep_ms``),
+  and named harmless volatile ones (``random``, ``uuid``, ...); table functions only
   from a short allowlist (``range``, ``generate_series``, ``unnest``, catalog listings), so every file
   reader (``read_csv``, ``glob``, ...) is refused. A user-defined macro is refused: its body is not
   checked.
@@ -27,10 +38,13 @@ The deny lists in ``dialects/*.toml`` stay a second net, checked first.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterable, Literal, Mapping
 
+from .boundary import SECRET_RELATIONS
+from .callscan import function_calls
 from .profiles import DialectProfile
 
 Position = Literal["scalar", "table", "any"]  # where a call stands: an expression, FROM, or not known
@@ -49,7 +63,15 @@ PG_STATE_READERS = frozenset({  # stable or immutable, but they read settings, f
     "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml", "schema_to_xmlschema",
     "schema_to_xml_and_xmlschema", "database_to_xml", "database_to_xmlschema", "database_to_xml_and_xmlschema",
 })
-PG_DENIED_PREFIXES = ("pg_ls_", "pg_read_", "pg_stat_file", "pg_file_", "lo_", "dblink", "pg_sleep")
+# pg_stat_*: statistics and activity (other sessions' query text), an extension's (pg_stat_statements) too
+PG_DENIED_PREFIXES = ("pg_ls_", "pg_read_", "pg_stat_", "pg_file_", "lo_", "dblink", "pg_sleep")
+# Built-in functions the server marks not parallel-safe that read nothing of another session or the server
+# (``age(xid)`` is the one restricted overload of ``age``, whose others are plain date arithmetic).
+PG_HARMLESS_SESSION = frozenset({
+    "age", "current_schema", "current_schemas", "pg_trigger_depth", "pg_my_temp_schema", "pg_get_viewdef",
+    "_pg_index_position",
+})
+PG_FIRST_NORMAL_OID = 16384  # FirstNormalObjectId: below it, what initdb made (built-in functions and views)
 
 DUCKDB_HARMLESS_VOLATILE = frozenset({"random", "uuid", "uuidv4", "uuidv7", "gen_random_uuid"})
 DUCKDB_STATE_READERS = frozenset({"current_setting", "getenv", "current_query"})
@@ -74,8 +96,12 @@ class FunctionPolicy:
     ``verdicts`` maps a function name (lower case where the engine folds case) to ``None`` when it
     may be called in an expression, else to why not. ``table_allowlist`` (when not None) is the
     complete list of table functions allowed in FROM; ``table_functions`` are the names the catalog
-    lists as table functions. ``strict``: a name the catalog does not know is refused when it was
-    written in the statement (it would fail anyway), and ignored when it comes from a lexical scan.
+    lists as table functions. PostgreSQL's catalog also gives ``relations``, the system relations
+    refused as server state (views built on a refused function), ``columns``, the settings columns of
+    system relations, by relation, and ``sources``, the functions refused because secret system views
+    read their rows from them (kept apart so that a policy read later for other names keeps them).
+    ``strict``: a name the catalog does not know is refused when it was written in the statement (it
+    would fail anyway), and ignored when it comes from a lexical scan.
     """
 
     display_name: str
@@ -87,6 +113,9 @@ class FunctionPolicy:
     denied_qualifiers: tuple[str, ...] = ()
     table_functions: frozenset[str] = frozenset()
     table_allowlist: frozenset[str] | None = None
+    relations: frozenset[str] = frozenset()
+    columns: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    sources: frozenset[str] = frozenset()
 
     def refusal(self, name: str, qualifier: str = "", *, position: Position = "scalar",
                 written: bool = True) -> str | None:
@@ -132,36 +161,99 @@ def refusal_message(name: str, reason: str, display_name: str) -> str:
 
 # -------------------------------------------------------------------------------- from the catalogs
 
-PG_CATALOG = "SELECT proname, provolatile FROM pg_catalog.pg_proc WHERE prokind <> 'p'"
-DUCKDB_CATALOG = "SELECT function_name, function_type, stability, internal FROM duckdb_functions()"
+PG_CATALOG = ("SELECT proname, provolatile, proparallel, proretset, oid < {first} FROM pg_catalog.pg_proc "
+              "WHERE prokind <> 'p'").format(first=PG_FIRST_NORMAL_OID)
+PG_SYSTEM_VIEWS = "SELECT viewname, definition FROM pg_catalog.pg_views WHERE schemaname = 'pg_catalog'"
+# text[] columns named *config hold name=value settings: ALTER ROLE/DATABASE/FUNCTION ... SET
+PG_SETTINGS_COLUMNS = (
+    "SELECT c.relname, a.attname FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
+    "WHERE c.relnamespace = 'pg_catalog'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped "
+    "AND a.atttypid = 'text[]'::regtype AND a.attname LIKE '%config'"
+)
+PgProc = tuple  # (proname, provolatile[, proparallel, proretset, built_in]) of one pg_proc row
+DUCKDB_CATALOG = "SELECT function_name, function_type, stability, internal, macro_definition FROM duckdb_functions()"
+DuckDBFunction = tuple  # (function_name, function_type, stability, internal[, macro_definition])
 
 
-def postgresql_policy(rows: Iterable[tuple[str, str]], profile: DialectProfile) -> FunctionPolicy:
-    """From ``pg_proc`` rows of (proname, provolatile): a name is allowed when every overload is."""
+SOURCE = "is what a system view of server state or secrets reads its rows from"
+
+
+def postgresql_policy(rows: Iterable[PgProc], profile: DialectProfile, views: Iterable[tuple[str, str]] = (),
+                      settings: Iterable[tuple[str, str]] = (), sources: Iterable[str] = ()) -> FunctionPolicy:
+    """From ``pg_proc`` rows (``PG_CATALOG``): a name is allowed when every overload is. ``views``: the
+    (viewname, definition) rows of ``PG_SYSTEM_VIEWS``; ``settings``: the (relation, column) rows of
+    ``PG_SETTINGS_COLUMNS``; ``sources``: names already known as secret views' sources (a policy read
+    for a few names only, in the engine guard, keeps the database's)."""
+    rows = list(rows)
     verdicts: dict[str, str | None] = {}
-    for name, volatility in rows:
-        verdict = postgresql_verdict(name, volatility)
+    for row in rows:
+        name = row[0]
+        verdict = postgresql_verdict(*row)
         if verdicts.get(name, None) is None:
             verdicts[name] = verdict
+    relations, found = _secret_views(views, verdicts, {row[0] for row in rows if len(row) > 4 and row[3] and row[4]})
+    refused_sources = frozenset(found) | frozenset(sources)
+    for name in refused_sources:
+        if verdicts.get(name, None) is None and name in verdicts:
+            verdicts[name] = SOURCE
+    columns: dict[str, frozenset[str]] = {}
+    for relation, column in settings:
+        columns[relation] = columns.get(relation, frozenset()) | {column}
     return FunctionPolicy(profile.display_name, MappingProxyType(verdicts), fold_case=False, strict=True,
-                          denied=_deny_list(profile), denied_prefixes=PG_DENIED_PREFIXES)
+                          denied=_deny_list(profile), denied_prefixes=PG_DENIED_PREFIXES,
+                          relations=frozenset(relations), columns=MappingProxyType(columns), sources=refused_sources)
 
 
-def postgresql_verdict(name: str, volatility: str) -> str | None:
+def postgresql_verdict(name: str, volatility: str, parallel: str = "s", returns_set: bool = False,
+                       built_in: bool = False) -> str | None:
+    """One ``pg_proc`` row's verdict: None when it may be called."""
     if name in PG_STATE_READERS:
         return "reads server settings, files or other sessions, or runs SQL text"
-    if volatility == "v" and name not in PG_HARMLESS_VOLATILE:
-        return "is volatile: it can change the server's state outside the read-only transaction"
+    if volatility == "v":
+        return None if name in PG_HARMLESS_VOLATILE else (
+            "is volatile: it can change the server's state outside the read-only transaction")
+    if built_in and parallel != "s" and name not in PG_HARMLESS_SESSION:
+        return ("reads the session's or the server's state (other sessions, statistics, addresses, transaction "
+                "ids): the server marks it not parallel-safe")
     return None
 
 
-def duckdb_verdicts(rows: Iterable[tuple[str, str, str | None, bool]]) -> tuple[dict[str, str | None], set[str]]:
+_WORD = re.compile(r"[a-z_][a-z0-9_$]*")  # a name in a view definition as pg_get_viewdef writes it
+
+
+def _secret_views(views: Iterable[tuple[str, str]], verdicts: Mapping[str, str | None],
+                  set_returning: set[str]) -> tuple[set[str], set[str]]:
+    """The system views built on a refused function (directly or through another such view), and the
+    built-in set-returning functions that these or the fixed secret relations read from and no other
+    system view calls. Names in a definition are read as words: a word that names no function or view
+    is ignored, and one in a string literal only makes the verdict stricter."""
+    words = {view: set(_WORD.findall(definition.lower())) for view, definition in views}
+    refused = {name for name, verdict in verdicts.items() if verdict is not None}
+    derived: set[str] = set()
+    changed = True
+    while changed:  # at most one round per level of views over views
+        changed = False
+        for view, names in words.items():
+            if view not in derived and (names & refused or names & derived):
+                derived.add(view)
+                changed = True
+    secret = derived | SECRET_RELATIONS.get("postgresql", frozenset())
+    elsewhere = set().union(*(names for view, names in words.items() if view not in secret))
+    sources = set().union(*(names for view, names in words.items() if view in secret)) & set_returning
+    return derived, sources - refused - elsewhere
+
+
+def duckdb_verdicts(rows: Iterable[DuckDBFunction]) -> tuple[dict[str, str | None], set[str]]:
     """Verdicts and table-function names from ``duckdb_functions()`` rows of
-    (function_name, function_type, stability, internal)."""
+    (function_name, function_type, stability, internal[, macro_definition]). A built-in macro is judged
+    by the calls in its body (``pg_sleep`` calls ``sleep_ms``)."""
     verdicts: dict[str, str | None] = {}
     tables: set[str] = set()
-    for name, kind, stability, internal in rows:
+    bodies: dict[str, set[str]] = {}
+    for name, kind, stability, internal, *definition in rows:
         name = name.lower()
+        if kind == "macro" and internal and definition and definition[0]:
+            bodies.setdefault(name, set()).update(call.name.lower() for call in function_calls(definition[0]))
         if kind in ("table", "table_macro"):
             tables.add(name)
             continue
@@ -177,17 +269,34 @@ def duckdb_verdicts(rows: Iterable[tuple[str, str, str | None, bool]]) -> tuple[
             verdict = None
         if verdicts.get(name, None) is None:
             verdicts[name] = verdict
+    _judge_macros(verdicts, tables, bodies)
     return verdicts, tables
 
 
-def duckdb_policy(rows: Iterable[tuple[str, str, str | None, bool]], profile: DialectProfile) -> FunctionPolicy:
+def _judge_macros(verdicts: dict[str, str | None], tables: set[str], bodies: Mapping[str, set[str]]) -> None:
+    """Refuse each built-in macro whose body calls a refused function or a table function outside the
+    allowlist, directly or through another macro (one round per level of macros over macros)."""
+    changed = True
+    while changed:
+        changed = False
+        for macro, called in bodies.items():
+            if verdicts.get(macro) is not None:
+                continue
+            bad = sorted(name for name in called if verdicts.get(name) is not None
+                         or (name in tables and name not in DUCKDB_TABLE_FUNCTIONS))
+            if bad:
+                verdicts[macro] = f"is a macro over {bad[0]}(), which is not allowed"
+                changed = True
+
+
+def duckdb_policy(rows: Iterable[DuckDBFunction], profile: DialectProfile) -> FunctionPolicy:
     verdicts, tables = duckdb_verdicts(rows)
     return FunctionPolicy(profile.display_name, MappingProxyType(verdicts), strict=True, denied=_deny_list(profile),
                           table_functions=frozenset(tables), table_allowlist=DUCKDB_TABLE_FUNCTIONS)
 
 
 def snowflake_policy(profile: DialectProfile,
-                     duckdb_rows: Iterable[tuple[str, str, str | None, bool]] = ()) -> FunctionPolicy:
+                     duckdb_rows: Iterable[DuckDBFunction] = ()) -> FunctionPolicy:
     """By name; ``duckdb_rows``: the catalog of the DuckDB that runs the queries under fakesnow, whose
     refusals (and table functions) are added. fakesnow's own emulation macros are not judged."""
     rows = list(duckdb_rows)
@@ -231,7 +340,7 @@ def load_policy(profile: DialectProfile, raw: Any, strategy: Any) -> FunctionPol
         return rows
 
     if profile.name == "postgresql":
-        return postgresql_policy(fetch(PG_CATALOG), profile)
+        return postgresql_policy(fetch(PG_CATALOG), profile, fetch(PG_SYSTEM_VIEWS), fetch(PG_SETTINGS_COLUMNS))
     if profile.name == "duckdb":
         return duckdb_policy(fetch(DUCKDB_CATALOG), profile)
     if profile.name == "snowflake":

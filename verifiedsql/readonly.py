@@ -22,9 +22,10 @@ What each engine does:
 * **duckdb**: DuckDB's own parser (``extract_statements``) must see exactly one SELECT statement; its
   parse tree (``json_serialize_sql``) must call only functions the database's function policy allows
   (``functions``: DuckDB's own catalog; table functions by allowlist) and scan no file path (replacement
-  scans such as ``FROM 'x.csv'``); extension auto-install and auto-load are off
-  while it runs; it runs on a duplicate connection (DuckDB's ``cursor()``), in a transaction that is
-  always rolled back, and a timer ``interrupt()``s it.
+  scans such as ``FROM 'x.csv'``); extension auto-install and auto-load are off while it runs
+  (database-wide settings: the first question on a database turns them off and the last one to end puts
+  the user's values back); it runs on a duplicate connection (DuckDB's
+  ``cursor()``), in a transaction that is always rolled back, and a timer ``interrupt()``s it.
   ``enable_external_access=false`` was not chosen: DuckDB 1.5 cannot turn it back on while the database
   is open, so it would break the user's own later use (``allowed_paths``/``allowed_directories`` only
   apply once it is off, and ``lock_configuration`` is equally one-way).
@@ -63,6 +64,7 @@ import threading
 import time
 from collections.abc import Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Iterator
 
 from . import backends, calls, session_state, sqlite_hooks
@@ -70,10 +72,10 @@ from .boundary import duckdb_relation_refusal, plan_relation_refusal
 from .bounded import postgresql_stream
 from .echo import unwrapped
 from .errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError, VerifiedSQLError
-from .functions import FunctionPolicy, name_policy, postgresql_policy, refusal_message
+from .functions import PG_CATALOG, FunctionPolicy, name_policy, postgresql_policy, refusal_message
 from .jsontree import json_nodes
 from .profiles import DialectProfile
-from .redact import engine_error
+from .redact import clip, engine_error
 from .safety import check_query, is_file_path
 
 Cursor = Any
@@ -94,11 +96,14 @@ def _engine_text(error: Exception, wrapper: str | None = "", sql: str = "") -> s
     about ``sql``, the text the model wrote (``echo.unwrapped``; ``wrapper=None``: a statement of unknown
     text)."""
     position = getattr(getattr(error, "diag", None), "statement_position", None)  # psycopg's, 1-based
-    return unwrapped(str(error).strip(), wrapper, sql, position=int(position) if position else None)
+    return unwrapped(clip(str(error).strip()), wrapper, sql, position=int(position) if position else None)
 
 
-def _query_error(error: Exception, wrapper: str | None = "", sql: str = "") -> QueryError:
-    return QueryError(f"the database rejected the query: {engine_error(_engine_text(error, wrapper, sql))}")
+def _query_error(error: Exception, wrapper: str | None = "", sql: str = "", *, ran: bool = False) -> QueryError:
+    """``ran``: the error came while the query ran over stored rows (PostgreSQL: after its plan was checked),
+    so every value it quotes is masked, whatever the message (``redact.engine_error``'s ``data``)."""
+    text = engine_error(_engine_text(error, wrapper, sql), data=ran)
+    return QueryError(f"the database rejected the query: {text}")
 
 
 def _timeout_error(timeout_s: float) -> QueryTimeoutError:
@@ -161,8 +166,8 @@ def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s
         if timed_out:
             raise _timeout_error(timeout_s) from error
         if refused:
-            raise _refuse(", ".join(dict.fromkeys(refused)), str(error)) from error
-        message = str(error)
+            raise _refuse(", ".join(dict.fromkeys(refused)), clip(str(error))) from error
+        message = clip(str(error))
         if "one statement at a time" in message:
             raise _refuse("several statements", message) from error
         if "readonly database" in message:
@@ -175,11 +180,63 @@ def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s
 
 # --------------------------------------------------------------------------------------------- duckdb
 
-_DUCKDB_SETTINGS = ("autoinstall_known_extensions", "autoload_known_extensions")
 # DuckDB streams a result into a buffer of this size, but counts only a string's 16-byte header: with the
 # default (~1 MB) a query of 100 KB strings is computed whole before the first fetch. A tiny buffer makes it
 # compute one chunk (2,048 rows) ahead of the fetch, so ``bounded.fetch_bounded`` can stop it in time.
 _DUCKDB_STREAM_BUFFER = "1KB"
+
+# Extension auto-install and auto-load exist only database-wide (``SET SESSION`` is refused), so the duplicate
+# connection cannot hold values of its own. The first question on a database reads the user's values and
+# turns both off, overlapping questions count themselves in, and the last one to end puts the user's values
+# back: overlapping questions never put back each other's "off", and once none runs the database holds the
+# user's values again. A database is known by its file (every Python connection to one file shares a DuckDB
+# instance), an in-memory one by the connection that opened it. A value the user sets while a question runs
+# is overwritten when the last one ends.
+_DUCKDB_SETTINGS = ("autoinstall_known_extensions", "autoload_known_extensions")
+
+
+@dataclass
+class _DuckDBHeld:
+    """The questions running on one database, and the user's values to put back after the last."""
+
+    count: int = 0
+    saved: dict[str, str] = field(default_factory=dict)
+
+
+_DUCKDB_LOCK = threading.Lock()
+_DUCKDB_HELD: dict[tuple[str, str | int], _DuckDBHeld] = {}
+
+
+def _duckdb_database_key(cursor: Any, root: Any) -> tuple[str, str | int]:
+    """Which DuckDB database ``cursor`` (a duplicate of the connection ``root``) is on: its file's path, or
+    for an in-memory database the connection that opened it."""
+    row = cursor.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    path = row[0] if row else None
+    return ("file", str(path)) if path else ("memory", id(root))
+
+
+@contextmanager
+def _duckdb_extensions_off(cursor: Any, key: tuple[str, str | int]) -> Iterator[None]:
+    """Auto-install and auto-load off on the database ``key`` while the block runs (set and put back on
+    ``cursor``), counted with every other question on it."""
+    with _DUCKDB_LOCK:
+        held = _DUCKDB_HELD.get(key) or _DuckDBHeld()
+        if held.count == 0:
+            held.saved = {name: str(cursor.execute(f"SELECT current_setting('{name}')").fetchone()[0]).lower()
+                          for name in _DUCKDB_SETTINGS}
+            for name in _DUCKDB_SETTINGS:
+                cursor.execute(f"SET {name} = false")
+        held.count += 1
+        _DUCKDB_HELD[key] = held
+    try:
+        yield
+    finally:
+        with _DUCKDB_LOCK:
+            held.count -= 1
+            if held.count == 0:
+                del _DUCKDB_HELD[key]
+                for name, value in held.saved.items():
+                    cursor.execute(f"SET {name} = {'true' if value == 'true' else 'false'}")
 
 
 def _duckdb_tree_refusal(tree: Any, profile: DialectProfile, functions: FunctionPolicy | None = None) -> str | None:
@@ -240,29 +297,35 @@ def duckdb(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *, pla
         if schema and (relation := duckdb_relation_refusal(
                 serialized, schema, own.execute("SELECT current_database()").fetchone()[0])):
             raise _refuse(relation, "the query reads outside the schema boundary")
-        previous = {name: own.execute(f"SELECT current_setting('{name}')").fetchone()[0] for name in _DUCKDB_SETTINGS}
-        own.execute("BEGIN TRANSACTION")
-        timer = threading.Timer(timeout_s, own.interrupt)
-        wrapper = "EXPLAIN " if plan else ""
-        try:
-            for name in _DUCKDB_SETTINGS:
-                own.execute(f"SET {name} = false")
+        with _duckdb_extensions_off(own, _duckdb_database_key(own, _duckdb_connection(raw))):
             own.execute(f"SET streaming_buffer_size = '{_DUCKDB_STREAM_BUFFER}'")  # this duplicate only
-            timer.start()
-            yield own.execute(wrapper + sql)
-        except duckdb_module.InterruptException as error:
-            raise _timeout_error(timeout_s) from error
-        except duckdb_module.PermissionException as error:
-            raise _refuse("permission", _engine_text(error, wrapper, sql)) from error
-        except duckdb_module.Error as error:
-            raise _query_error(error, wrapper, sql) from error
-        finally:
-            timer.cancel()
-            own.execute("ROLLBACK")
-            for name, value in previous.items():
-                own.execute(f"SET {name} = {str(value).lower()}")
+            own.execute("BEGIN TRANSACTION")
+            with _duckdb_run(own, sql, timeout_s, plan) as cursor:
+                yield cursor
     finally:
         own.close()
+
+
+@contextmanager
+def _duckdb_run(own: Any, sql: str, timeout_s: float, plan: bool) -> Iterator[Cursor]:
+    """Run ``sql`` (its ``EXPLAIN`` with ``plan``) on the duplicate ``own``, inside the transaction begun
+    there, interrupted after ``timeout_s``; the transaction is rolled back after."""
+    import duckdb as duckdb_module
+
+    timer = threading.Timer(timeout_s, own.interrupt)
+    wrapper = "EXPLAIN " if plan else ""
+    try:
+        timer.start()
+        yield own.execute(wrapper + sql)
+    except duckdb_module.InterruptException as error:
+        raise _timeout_error(timeout_s) from error
+    except duckdb_module.PermissionException as error:
+        raise _refuse("permission", _engine_text(error, wrapper, sql)) from error
+    except duckdb_module.Error as error:
+        raise _query_error(error, wrapper, sql) from error
+    finally:
+        timer.cancel()
+        own.execute("ROLLBACK")
 
 
 # ----------------------------------------------------------------------------------------- postgresql
@@ -292,12 +355,13 @@ def _plan_refusal(plan: Any, profile: DialectProfile,
     return None
 
 
-def _pg_proc_policy(cursor: Cursor, names: list[str], profile: DialectProfile) -> FunctionPolicy:
+def _pg_proc_policy(cursor: Cursor, names: list[str], profile: DialectProfile,
+                    known: FunctionPolicy | None = None) -> FunctionPolicy:
     """The function policy for ``names``, read from ``pg_proc`` now (functions created since the
-    database's policy was cached are judged too)."""
-    cursor.execute("SELECT proname, provolatile FROM pg_catalog.pg_proc WHERE prokind <> 'p' AND proname = ANY(%s)",
-                   [names])
-    return postgresql_policy(cursor.fetchall(), profile)
+    database's policy was cached are judged too); the functions ``known`` (the database's policy)
+    refuses as secret views' sources stay refused."""
+    cursor.execute(PG_CATALOG + " AND proname = ANY(%s)", [names])
+    return postgresql_policy(cursor.fetchall(), profile, sources=known.sources if known else ())
 
 
 @contextmanager
@@ -339,9 +403,10 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
             raise
         explained = cursor.fetchone()[0]
         wrapper = None  # next: the catalog lookup, then psycopg's own DECLARE ... CURSOR FOR around the query
-        if construct := _plan_refusal(explained, profile, lambda names: _pg_proc_policy(cursor, names, profile)):
+        if construct := _plan_refusal(explained, profile,
+                                      lambda names: _pg_proc_policy(cursor, names, profile, functions)):
             raise _refuse(construct, f"the query plan writes or calls a function that is not allowed: {construct}")
-        if relation := plan_relation_refusal(explained, schema):
+        if relation := plan_relation_refusal(explained, schema, functions.columns if functions else {}):
             raise _refuse(relation, "the query plan reads outside the schema boundary or a secret catalog column")
         if plan:
             yield cursor
@@ -351,16 +416,19 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
     except psycopg.errors.QueryCanceled as error:
         raise _timeout_error(timeout_s) from error
     except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as error:
-        match = re.search(r"cannot execute (.+?) in a read-only transaction", str(error))
+        match = re.search(r"cannot execute (.+?) in a read-only transaction", clip(str(error)))
         raise _refuse(match.group(1) if match else type(error).__name__, _engine_text(error, wrapper, sql)) from error
     except (psycopg.errors.SyntaxError, psycopg.errors.FeatureNotSupported) as error:
         if explained is None:
             raise _query_error(error, wrapper, sql) from error
-        # the server planned it but will not declare it as a cursor: no plain query (SELECT ... INTO)
-        raise _refuse(_first_keyword(sql), "PostgreSQL will not run it as a plain query: "
-                                           f"{_engine_text(error, wrapper, sql)}") from error
+        if getattr(error.diag, "source_file", None) == "analyze.c":  # parse analysis of DECLARE ... CURSOR FOR
+            # the server planned it but will not declare it as a cursor: no plain query (SELECT ... INTO)
+            raise _refuse(_first_keyword(sql), "PostgreSQL will not run it as a plain query: "
+                                               f"{_engine_text(error, wrapper, sql)}") from error
+        # a stored value that does not parse as tsquery, jsonpath, regtype, ...: a data error, SQLSTATE 42601
+        raise _query_error(error, wrapper, sql, ran=True) from error
     except psycopg.Error as error:
-        raise _query_error(error, wrapper, sql) from error
+        raise _query_error(error, wrapper, sql, ran=explained is not None) from error
     finally:
         cursor.close()
         if not raw.broken:  # a lost connection has nothing to roll back (and would hide the error)
@@ -370,8 +438,9 @@ def postgresql(raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
                 raw.rollback()
             if before is not None:
                 failure = sys.exc_info()[1]
+                text = None if failure is None else clip(f"{failure} {clip(str(failure.__cause__))}")
                 session_state.settle(raw, before, plan=None if explained is None else json.dumps(explained),
-                                     error=None if failure is None else f"{failure} {failure.__cause__}")
+                                     error=text)
 
 
 # ------------------------------------------------------------------------------------------ snowflake

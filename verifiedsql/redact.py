@@ -1,10 +1,12 @@
 """Scrubbers for text that leaves verifiedsql: engine error messages (which may quote stored data) and
 anything that may carry a credential (model URLs with ``user:pass@``, API keys, ``Authorization`` headers).
 
-``engine_error`` is applied to every database error before it reaches a model prompt or a report. It only
-touches messages that quote data values (failed conversions, out-of-range values, key and row details), so
-identifier errors such as ``no such column: x`` or ``near "x": syntax error`` keep their exact bytes: the
-record/replay caches of recorded runs stay valid. ``secrets`` is applied to every model-client error.
+``engine_error`` is applied to every database error before it reaches a model prompt or a report. It first
+cuts the message to ``ENGINE_ERROR_CHARS`` (``clip``: an engine may quote a value of any size, and no
+regular expression here ever sees more than that), then only touches messages that quote data values
+(failed conversions, out-of-range values, key and row details), so identifier errors such as ``no such
+column: x`` or ``near "x": syntax error`` keep their exact bytes: the record/replay caches of recorded runs
+stay valid. ``secrets`` is applied to every model-client error.
 """
 
 from __future__ import annotations
@@ -15,16 +17,20 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 VALUE = "<value>"
 REDACTED = "<redacted>"
+ENGINE_ERROR_CHARS = 4096  # an engine's error text is cut to this many characters before anything reads it
+CUT = " [...]"  # what ends a message that ``clip`` cut
 
-# A quoted string: '...' or "..." with SQL-style doubled quotes inside.
-_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+# A quoted string: '...' or "..." with SQL-style doubled quotes inside; one that a cut left open runs to the
+# end of the text. Possessive repetitions: one step per run of characters, nothing to backtrack into.
+_QUOTED = re.compile(r"'[^']*+(?:''[^']*+)*+'?+|\"[^\"]*+(?:\"\"[^\"]*+)*+\"?+")
 # Engine messages whose quoted parts are data values (PostgreSQL, DuckDB, Snowflake, SQLite JSON). A
 # message matching none of these is returned unchanged.
 _DATA_MESSAGES = re.compile(
     r"invalid input (?:syntax|value)|could not convert|conversion error|is out of range|out of range for"
     r"|is not recognized|not a valid|invalid (?:date|time|timestamp|interval|value|escape)"
     r"|malformed|cannot be cast|can't be cast|could not cast|failed to cast|overflow|field value out of range"
-    r"|for encoding|byte sequence|invalid byte|unrecognized (?:value|token)|bad value",
+    r"|for encoding|byte sequence|invalid byte|unrecognized (?:value|token|encoding)|bad value"
+    r"|not recognized|encoding name|invalid size|in tsquery|jsonpath input|invalid type name|unknown timezone",
     re.IGNORECASE,
 )
 # Lines that quote whole rows or key values (PostgreSQL DETAIL, DuckDB/Snowflake row context).
@@ -38,22 +44,32 @@ _UNQUOTED_TAIL = re.compile(r"(?i)(value out of range: )(?![\"'])\S.*$")  # "dat
 _WITH_VALUE = re.compile(r"(?i)\b(with value|value) (-?[\d.eE+]+)(?= (?:is|can't|cannot|out))")
 
 
-def engine_error(message: str) -> str:
-    """``message`` with the data values it quotes replaced by ``<value>`` and DETAIL lines dropped.
+def clip(text: str, limit: int = ENGINE_ERROR_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (marked with ``CUT``); shorter text comes back unchanged."""
+    return text if len(text) <= limit else text[:limit] + CUT
+
+
+def engine_error(message: str, *, data: bool = False) -> str:
+    """``message`` cut to ``ENGINE_ERROR_CHARS``, with the data values it quotes replaced by ``<value>`` and
+    DETAIL lines dropped.
 
     Only messages about values (failed casts, ranges, encodings) are rewritten; identifier and syntax
-    errors come back byte for byte."""
+    errors come back byte for byte. ``data``: the error came while the query ran over stored rows, so every
+    line but the engine's echo of the query is read as quoting values (PostgreSQL's ``syntax error at or
+    near "..."`` about a stored value that is not a valid ``regtype``, a ``relation "..."`` from a
+    ``regclass`` cast)."""
+    message = clip(message)
     text = _DETAIL_LINE.sub("", message)
     if text != message:
         text = re.sub(r"\n{2,}", "\n", text).strip()
     lines = text.split("\n")
-    if not any(_DATA_MESSAGES.search(line) for line in lines if not _ECHO_LINE.match(line)):
+    if not data and not any(_DATA_MESSAGES.search(line) for line in lines if not _ECHO_LINE.match(line)):
         return text
-    return "\n".join(line if _ECHO_LINE.match(line) else _mask_values(line) for line in lines)
+    return "\n".join(line if _ECHO_LINE.match(line) else _mask_values(line, data) for line in lines)
 
 
-def _mask_values(line: str) -> str:
-    if not _DATA_MESSAGES.search(line):
+def _mask_values(line: str, data: bool = False) -> str:
+    if not data and not _DATA_MESSAGES.search(line):
         return line
     line = _QUOTED.sub(lambda m: f"{m.group(0)[0]}{VALUE}{m.group(0)[0]}", line)
     line = _OVERFLOW_OPERANDS.sub(rf"\1({VALUE})", line)

@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from . import calls
-from .contain import sql_nesting_problem
+from .contain import sql_nesting_problem, sql_size_problem
 from .errors import UnparseableSQLError, UnsafeSQLError
 from .functions import FunctionPolicy, name_policy, refusal_message
 from .profiles import DialectProfile
@@ -66,6 +66,8 @@ def _function_name(node: exp.Expr) -> str | None:
 
 def parse_one_query(sql: str, profile: DialectProfile) -> exp.Expression:
     """Parse ``sql`` as exactly one statement in the profile's dialect, or raise."""
+    if problem := sql_size_problem(sql):
+        raise UnparseableSQLError(f"{problem}.", construct="overlong SQL")
     if problem := sql_nesting_problem(sql):
         raise UnparseableSQLError(f"{problem}.", construct="deeply nested SQL")
     try:

@@ -264,3 +264,33 @@ def test_postgres_stopped_mid_question(throwaway_pg: PostgresServer, pre_ping: b
     for error in (during, *after):
         if isinstance(error, Exception) and not isinstance(error, VerifiedSQLError):
             raise error
+
+
+# -------------------------------------------------------- issue 33: a file that is not a database, NaN
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_file_that_is_not_a_database_is_a_typed_error(api: str, tmp_path: Path, model: ScriptedChatModel) -> None:
+    """Finding 12: reading the tables of a file that is not a database ends in ``QueryError`` (through the
+    DB-API a ``verifiedsql.dbapi.Error``), saying what to check; never a bare driver or SQLAlchemy error."""
+    path = tmp_path / "notes.sqlite"
+    path.write_bytes(b"these are my notes, not a database\n" * 200)
+    front = Front(api, path, model)
+    try:
+        with pytest.raises(verifiedsql.errors.QueryError, match="file is not a database") as failed:
+            front.ask("How many customers are there?")
+        assert isinstance(failed.value, verifiedsql.dbapi.Error) and "check that" in str(failed.value)
+        assert not model.requests
+    finally:
+        front.close()
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("option", ["statement_timeout_s", "question_timeout_s", "probe_timeout_s", "llm_timeout_s"])
+def test_a_timeout_that_is_not_a_finite_number_is_refused(option: str, value: float, shop_path: Path,
+                                                          model: ScriptedChatModel) -> None:
+    """Finding 15: NaN passes every ``<= 0`` check; it is a ``ConfigurationError`` through both APIs."""
+    with pytest.raises(verifiedsql.errors.ConfigurationError, match=option):
+        verifiedsql.create_engine(f"sqlite:///{shop_path}", llm=model, **{option: value})
+    with pytest.raises(verifiedsql.errors.ConfigurationError, match=option):
+        verifiedsql.dbapi.connect(sqlite3.connect(shop_path), llm=model, **{option: value})

@@ -248,6 +248,47 @@ def test_secret_catalogs_are_refused_without_schema(sql: str, worlds: Worlds, ho
         assert not _leaks(outcome, hostile, "SCRAM-SHA-256")
 
 
+@pytest.fixture(scope="module")
+def case_schemas(worlds: Worlds) -> World:
+    """Issue 33, finding 10: PostgreSQL schemas ``s1`` and ``"S1"`` (two schemas: a quoted name keeps its case),
+    the second holding a secret."""
+    world = worlds("postgresql")
+    with world.engine.begin() as conn:
+        conn.exec_driver_sql('CREATE SCHEMA IF NOT EXISTS s1')
+        conn.exec_driver_sql('CREATE TABLE IF NOT EXISTS s1.orders AS SELECT * FROM public.orders')
+        conn.exec_driver_sql('CREATE SCHEMA IF NOT EXISTS "S1"')
+        conn.exec_driver_sql('CREATE TABLE IF NOT EXISTS "S1".secrets (id INTEGER, token TEXT)')
+        conn.exec_driver_sql(f"INSERT INTO \"S1\".secrets VALUES (1, '{TOKEN}')")
+    return world
+
+
+CASE_ESCAPE = 'SELECT CAST(token AS INTEGER) AS n FROM "S1".secrets'
+
+
+def test_a_schema_of_another_case_is_outside_the_boundary_for_each_layer(case_schemas: World) -> None:
+    database = Database(case_schemas.engine, Options(llm=LLMSettings(), schema="s1"))
+    with pytest.raises(UnsafeSQLError) as statement:
+        database._check(CASE_ESCAPE)  # the statement guard and its schema boundary, alone
+    assert statement.value.layer == "statement" and "outside schema" in str(statement.value)
+    with pytest.raises(UnsafeSQLError) as engine:
+        database.run_query(CASE_ESCAPE, guard=False)
+    assert engine.value.layer == "engine"
+    assert database.run_query("SELECT COUNT(*) FROM S1.orders").rows == ((25,),)  # unquoted: folds to s1
+
+
+def test_a_schema_of_another_case_never_reaches_the_model(case_schemas: World, hostile: HostileModel) -> None:
+    world = case_schemas.variant(hostile.url, schema="s1")
+    try:
+        hostile.serve(CASE_ESCAPE)
+        for api in world.apis():
+            outcome = world.ask(api, QUESTION)
+            greedy = outcome.report.candidates[0]
+            assert greedy.status == "unsafe" and "outside schema" in (greedy.error or ""), greedy.error
+            assert not _leaks(outcome, hostile, TOKEN)
+    finally:
+        world.close()
+
+
 def test_the_postgresql_engine_guard_holds_the_boundary_alone(worlds: Worlds, other_schema: dict[str, str]) -> None:
     engine = worlds("postgresql").engine
     bounded = Database(engine, Options(llm=LLMSettings(), schema="public"))
@@ -283,6 +324,46 @@ def test_engine_errors_never_quote_stored_values(dialect: str, worlds: Worlds, h
         greedy = outcome.report.candidates[0]
         assert greedy.status == "error" and "<value>" in (greedy.error or ""), greedy.error
         assert not _leaks(outcome, hostile, TOKEN)
+
+
+PHRASE = "phrase 7c1d secretword"  # a stored value with spaces: no tsquery, jsonpath or type name parses it
+UNRECOGNISED = {  # issue 33, finding 8: engine errors that quote a stored value the scrubber did not know
+    "postgresql": [
+        "SELECT timezone(note, now()) FROM other.notes",
+        "SELECT date_trunc(note, now()) FROM other.notes",
+        "SELECT encode('x'::bytea, note) FROM other.notes",
+        "SELECT convert_to('x', note) FROM other.notes",
+        "SELECT pg_size_bytes(note) FROM other.notes",
+        "SELECT note::tsquery FROM other.notes",  # SQLSTATE 42601, raised while the query runs
+        "SELECT note::jsonpath FROM other.notes",
+        "SELECT note::regtype FROM other.notes",  # 42601 with a CONTEXT line naming the whole value
+        "SELECT replace(note, ' ', '')::regclass FROM other.notes",  # relation "..." does not exist
+    ],
+    "duckdb": ["SELECT timezone(note, now()) FROM other.notes", "SELECT date_trunc(note, now()) FROM other.notes"],
+}
+CASES = [(dialect, sql) for dialect, sqls in UNRECOGNISED.items() for sql in sqls]
+
+
+@pytest.fixture(scope="module")
+def notes(worlds: Worlds, other_schema: dict[str, str]) -> None:
+    for dialect in UNRECOGNISED:
+        with worlds(dialect).engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE IF NOT EXISTS other.notes (note TEXT)")
+            conn.exec_driver_sql(f"INSERT INTO other.notes VALUES ('{PHRASE}')")
+
+
+@pytest.mark.parametrize(("dialect", "sql"), CASES, ids=[f"{d}-{sql.split()[1][:24]}" for d, sql in CASES])
+def test_unrecognised_engine_errors_never_quote_stored_values(dialect: str, sql: str, worlds: Worlds,
+                                                              hostile: HostileModel, notes: None) -> None:
+    world = worlds(dialect)
+    hostile.serve(sql, refine=[COUNT_SQL])
+    for api in world.apis():
+        outcome = world.ask(api, QUESTION)
+        first = outcome.report.candidates[0]
+        assert first.attempts and first.attempts[0] == sql, first  # it failed, and was refined
+        assert "<value>" in hostile.prompt_text(), hostile.prompt_text()[-600:]
+        assert not _leaks(outcome, hostile, "7c1d", "secretword"), hostile.prompt_text()[-600:]
+        assert "CONTEXT" not in hostile.prompt_text()
 
 
 def test_identifier_errors_keep_their_bytes() -> None:

@@ -3,19 +3,26 @@
 
 Independent requests (a question's candidates) may be sent side by side (``send_all``, up to the
 ``concurrency`` option). They are waited for and recorded in request order, whatever order they finish in,
-so the report and the record/replay cache do not depend on which call returns first."""
+so the report and the record/replay cache do not depend on which call returns first.
+
+A reply longer than ``MAX_REPLY_CHARS`` is cut there when it is recorded, and read as a reply cut off at
+``max_tokens`` (a report note says so): a model server that ignores ``max_tokens`` cannot make a stage parse,
+scan or show megabytes."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from .. import logs
+from ..contain import MAX_SQL_CHARS
 from ..llm.base import ChatModel, ChatRequest, ChatResponse
 from ..report import LLMCall, VerificationReport
+
+MAX_REPLY_CHARS = 2 * MAX_SQL_CHARS  # a reply: the longest SQL the statement guard checks, and prose around it
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,10 @@ def record(sent: Sent, report: VerificationReport) -> ChatResponse:
         logs.model_call_failed(sent.request, sent.seconds, error)
         raise error
     response = sent.response
+    if len(response.text) > MAX_REPLY_CHARS:  # no reading of the reply (fences, SQL, JSON) sees more than this
+        report.notes.append(f"a {sent.request.purpose} reply was {len(response.text):,} characters long; only its "
+                            f"first {MAX_REPLY_CHARS:,} were read, as a reply cut off at max_tokens")
+        response = replace(response, text=response.text[:MAX_REPLY_CHARS], finish_reason="length")
     logs.model_call(sent.request, response, sent.seconds)
     report.llm_calls.append(
         LLMCall(

@@ -271,7 +271,8 @@ class CandidateGenerator:
         profile = self.database.profile
         repaired = repair_failure(self.ctx.schema, profile.sqlglot_dialect, profile.name, candidate.sql,
                                   failed.error or "",
-                                  lambda sql: execute_candidate(self.ctx, sql, explain=self.options.verify))
+                                  lambda sql: execute_candidate(self.ctx, sql, explain=self.options.verify),
+                                  lambda: self.ctx.deadline.expired)
         if repaired is None:
             return failed
         candidate.attempts.append(candidate.sql)

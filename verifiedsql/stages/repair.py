@@ -53,6 +53,7 @@ from .common.catalog import Source as _Source
 from .common.catalog import distance as _distance
 from .common.catalog import has as _has
 from .common.catalog import own_nodes as _own_nodes
+from .common.catalog import own_walk as _own_walk
 from .common.catalog import sources as _sources
 from .common.facts import as_number, date_like, holds_years, is_year_number
 from .common.frames import column_kind
@@ -64,6 +65,8 @@ if TYPE_CHECKING:
 MAX_PROPOSALS = 4  # repaired SQLs tried per round
 MAX_ROUNDS = 2  # a repair that fails with a new error is repaired once more
 MAX_RUNS = 6  # queries run for one failing candidate, all rounds together
+# longer SQL is left to the model: sqlglot's scopes take time in the square of a long OR chain's length
+MAX_REPAIR_CHARS = 20_000
 # the engines' refusal of a column that is neither grouped nor aggregated (PostgreSQL, DuckDB, Snowflake)
 _UNGROUPED = re.compile(r"must appear in the group by clause|is not a valid group by expression", re.IGNORECASE)
 
@@ -100,15 +103,21 @@ class Repaired:
 
 
 def repair_failure(schema: Schema, dialect: str, engine: str, sql: str, error: str,
-                   run: Callable[[str], Execution]) -> Repaired | None:
+                   run: Callable[[str], Execution], expired: Callable[[], bool] = lambda: False) -> Repaired | None:
     """Try the repairs of ``sql`` (which failed with ``error``) with ``run`` until one runs; None when none
     does. A repair that fails with another error is repaired once more (``MAX_ROUNDS``); at most
-    ``MAX_RUNS`` queries are run in all. ``dialect``: sqlglot's name; ``engine``: the profile's name."""
+    ``MAX_RUNS`` queries are run in all. ``dialect``: sqlglot's name; ``engine``: the profile's name.
+    ``expired``: whether the question's time is gone, asked before each round of proposals; SQL longer
+    than ``MAX_REPAIR_CHARS`` is not repaired."""
+    if len(sql) > MAX_REPAIR_CHARS or expired():
+        return None
     tried = {sql}
     current, current_error = sql, error
     done: tuple[str, ...] = ()
     runs = 0
     for _ in range(MAX_ROUNDS):
+        if expired():
+            return None
         progress: tuple[Proposal, str] | None = None
         for proposal in proposals(schema, dialect, engine, current, current_error):
             if proposal.sql in tried or runs >= MAX_RUNS:
@@ -222,7 +231,8 @@ class _Problem:
 
 def _own_columns(scope: Scope) -> list[exp.Column]:
     """The scope's column references outside its subqueries."""
-    return [c for c in scope.columns if c.find_ancestor(exp.Select, exp.SetOperation) is scope.expression]
+    own = {id(node) for node in _own_walk(scope.expression) if isinstance(node, exp.Column)}
+    return [c for c in scope.columns if id(c) in own]
 
 
 def _has_loose(source: _Source, name: str) -> str | None:
@@ -732,7 +742,7 @@ class _Planner:
         missing: dict[str, exp.Expr] = {}
         for node in candidates:
             if _aggregates(node, select) or isinstance(node, exp.Star) or not any(
-                    c.find_ancestor(exp.Select, exp.SetOperation) is select for c in node.find_all(exp.Column)):
+                    isinstance(c, exp.Column) for c in _own_walk(select, node)):
                 continue
             if isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases:
                 continue  # an ORDER BY on a selected alias
@@ -932,7 +942,7 @@ class _Planner:
 
 def _aggregates(node: exp.Expr, select: exp.Expr) -> bool:
     """Whether ``node`` holds an aggregate of ``select`` itself (not of a subquery)."""
-    return any(agg.find_ancestor(exp.Select, exp.SetOperation) is select for agg in node.find_all(exp.AggFunc))
+    return any(isinstance(agg, exp.AggFunc) for agg in _own_walk(select, node))
 
 
 def _unique(options: list[_Option]) -> list[_Option]:

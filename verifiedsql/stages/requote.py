@@ -10,6 +10,7 @@ Nothing here calls the model or the database.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -53,13 +54,15 @@ def requote(catalog: Catalog, dialect: str, sql: str) -> tuple[str, tuple[str, .
 
 
 def _spans(catalog: Catalog, sql: str, tokens: list[Token]) -> Iterator[tuple[int, int, str]]:
-    """(start, end, schema name) of each bare occurrence to quote, none overlapping."""
+    """(start, end, schema name) of each bare occurrence to quote, none overlapping (an earlier finder's
+    occurrence wins). ``taken`` holds the kept spans in order, so each check is a binary search."""
     taken: list[tuple[int, int]] = []
     names = _names(catalog)
     found = (*_backticked(names, sql, tokens), *_multi_token(names, sql, tokens), *_reserved(catalog, tokens))
     for start, stop, name in found:
-        if all(stop <= s or start >= e for s, e in taken):
-            taken.append((start, stop))
+        at = bisect.bisect_left(taken, (start, stop))
+        if (at == 0 or taken[at - 1][1] <= start) and (at == len(taken) or taken[at][0] >= stop):
+            taken.insert(at, (start, stop))
             yield start, stop, name
 
 

@@ -7,6 +7,7 @@ the scope check's value reads (``stages/scope_terms.py``) and value grounding (`
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -179,9 +180,22 @@ def has(catalog: Catalog, source: Source, ident: exp.Identifier) -> bool | None:
 
 
 def own_nodes(scope: Scope) -> list[exp.Expr]:
-    """The scope's expressions outside its subqueries."""
-    root = scope.expression
-    return [n for n in root.walk() if n is not root and n.find_ancestor(exp.Select, exp.SetOperation) is root]
+    """The scope's expressions outside its subqueries (a subquery's own node included, not what is inside it),
+    in breadth-first order. One walk that stops at each nested query: linear, where asking every node for its
+    enclosing query took time in the tree's depth per node (quadratic on a long ``OR`` chain)."""
+    return list(own_walk(scope.expression))
+
+
+def own_walk(root: exp.Expr, start: exp.Expr | None = None) -> Iterator[exp.Expr]:
+    """The nodes under ``start`` (default: ``root``, not itself yielded) whose nearest enclosing query is
+    ``root``, breadth first: a nested SELECT or set operation is yielded, and not entered."""
+    def nested(node: exp.Expr) -> bool:
+        return node is not root and isinstance(node, (exp.Select, exp.SetOperation))
+
+    top = root if start is None else start
+    for node in top.walk(prune=nested):
+        if node is not root:
+            yield node
 
 
 # ---------------------------------------------------------------------------------- the distance
