@@ -100,13 +100,20 @@ def test_429_with_retry_after_is_waited_out(shop_url: str, server: FakeServer) -
     (Reply(200, '{"choices": [ not json'), "OpenAI-compatible"),
     (Reply(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}),
      "no choices"),
-], ids=["429", "500", "503-html", "malformed-json", "empty-choices"])
+    (Reply(200, '{"choices": ' + "[" * 200_000 + "]" * 200_000 + "}"), "nested too deeply"),
+], ids=["429", "500", "503-html", "malformed-json", "empty-choices", "deeply-nested-json"])
 def test_a_failing_model_is_retried_then_gives_llm_error(shop_url: str, server: FakeServer, reply: Reply,
                                                          says: str) -> None:
     server.script = [reply]
     with pytest.raises(LLMError, match=says):
         ask(engine_for(shop_url, server, llm_max_retries=2))
     assert len(server.requests) == 3
+
+
+def test_a_deeply_nested_refusal_is_an_llm_error(shop_url: str, server: FakeServer) -> None:
+    server.script = [Reply(400, '{"error": ' + "[" * 200_000 + "]" * 200_000 + "}")]
+    with pytest.raises(LLMError, match="HTTP 400"):
+        ask(engine_for(shop_url, server, llm_max_retries=2))
 
 
 def test_a_failing_sample_leaves_the_greedy_answer_unverified(shop_url: str, server: FakeServer) -> None:

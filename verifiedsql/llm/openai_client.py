@@ -134,7 +134,12 @@ class OpenAIChatModel:
             raise self._status_error(exc) from exc
         except (openai.OpenAIError, ValueError, TypeError, KeyError) as exc:
             raise _Retryable(f"unusable answer ({type(exc).__name__}: {exc})", _MALFORMED_HINT) from exc
-        return self._response(completion, request, time.monotonic() - start)
+        except RecursionError as exc:  # a body of JSON nested deeper than Python's parser goes
+            raise _Retryable("unusable answer (JSON nested too deeply to read)", _MALFORMED_HINT) from exc
+        try:
+            return self._response(completion, request, time.monotonic() - start)
+        except RecursionError as exc:
+            raise _Retryable("unusable answer (nested too deeply to read)", _MALFORMED_HINT) from exc
 
     def _response(self, completion: Any, request: ChatRequest, seconds: float) -> ChatResponse:
         choices = getattr(completion, "choices", None)
