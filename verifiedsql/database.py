@@ -275,13 +275,17 @@ class Database:
 
     def _sample_batch(self, conn: sa.Connection, batch: samples.Batch, deadline: Deadline | None) -> None:
         """Read the samples of ``batch``'s tables in one statement; a batch that fails, times out or is cut at
-        the size bounds is read again one table at a time."""
+        the size bounds is read again one table at a time.
+
+        The statement is verifiedsql's own, made only of the catalog's names quoted by the dialect's
+        preparer, numbers and NULLs (``samples.batch_sql``): no text of a model or a user is in it. It runs
+        behind the engine guard alone; the statement guard's parse of a batch costs far more than its read
+        (0.2 s for 50 tables of 20 columns), and the table-at-a-time reads keep both layers."""
         timeout = self._timeout(None if deadline is None else deadline.cap(None))
         sql = samples.batch_sql(batch, self.quoted_table, self.engine.dialect.identifier_preparer.quote,
                                 SAMPLE_SCAN_ROWS, typed=self.profile.name != "sqlite")
         try:
             with as_query_error("sampling the tables"):
-                check_query(sql, self.profile)
                 result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS * len(batch.tables), timeout)
         except (QueryError, QueryTimeoutError, UnsafeSQLError):  # read one table at a time below
             result = None
