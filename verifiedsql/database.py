@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 import sqlalchemy as sa
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
+from . import samples
 from .backends import registry
 from .boundary import current_catalogs, relation_refusal
 from .bounded import Workers, run_statement
@@ -37,7 +38,6 @@ from .privileges import check_role
 from .profiles import DialectProfile, profile_for
 from .readonly import STRATEGIES, Strategy
 from .results import ResultSet
-from . import samples
 from .safety import check_query
 from .schema import Column, ForeignKey, Schema, Table
 

@@ -43,7 +43,8 @@ def beyond_every_window(schema: Schema, sample_values: int) -> bool:
     limit = 2 * LARGEST_WINDOW_TOKENS
     chars = 0
     for table in schema.tables:
-        chars += len(render_table(table, with_samples=False)) + 2 + len(table.columns) * sample_values * SAMPLE_VALUE_CHARS
+        samples = len(table.columns) * sample_values * SAMPLE_VALUE_CHARS
+        chars += len(render_table(table, with_samples=False)) + 2 + samples
         if chars > limit:
             return True
     return False
