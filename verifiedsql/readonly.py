@@ -13,8 +13,9 @@ outside that schema (``boundary``).
 What each engine does:
 
 * **sqlite**: an authorizer that allows only reads (SELECT, READ, RECURSIVE, and functions that are not
-  on the deny list; ATTACH, PRAGMA, writes and transactions are denied), ``PRAGMA query_only=ON`` and a
-  progress handler that interrupts the statement after the timeout. Python's ``sqlite3`` itself refuses
+  on the deny list; ATTACH, PRAGMA, writes and transactions are denied), ``PRAGMA query_only=ON``, a
+  progress handler that interrupts the statement after the timeout, and a timer that ``interrupt()``s it
+  (checked at every loop, where the handler runs every 1,000 steps). Python's ``sqlite3`` itself refuses
   more than one statement per ``execute``. It is given a read-only connection of its own where
   ``bounded`` can open one, so the caller's hooks are never touched; on the caller's own connection,
   the hooks set through ``verifiedsql.dbapi`` are put back afterwards (``sqlite_hooks``: Python cannot
