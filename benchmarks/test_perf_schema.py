@@ -68,9 +68,16 @@ def build_sqlite(path: Path, tables: int) -> str:
 def build_duckdb(path: Path, tables: int) -> str:
     import duckdb
 
-    conn = duckdb.connect(str(path))
-    build(lambda sql, rows: conn.executemany(sql, rows) if rows else conn.execute(sql), lambda: None, tables, "?")
-    conn.close()
+    # reopened every 500 tables: one connection that creates thousands of tables grows by about 1 MB a table
+    state = {"conn": duckdb.connect(str(path))}
+
+    def reopen() -> None:
+        state["conn"].close()
+        state["conn"] = duckdb.connect(str(path))
+
+    build(lambda sql, rows: state["conn"].executemany(sql, rows) if rows else state["conn"].execute(sql), reopen,
+          tables, "?")
+    state["conn"].close()
     return f"duckdb:///{path}"
 
 
