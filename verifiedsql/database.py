@@ -283,7 +283,7 @@ class Database:
         (0.2 s for 50 tables of 20 columns), and the table-at-a-time reads keep both layers."""
         timeout = self._timeout(None if deadline is None else deadline.cap(None))
         sql = samples.batch_sql(batch, self.quoted_table, self.engine.dialect.identifier_preparer.quote,
-                                SAMPLE_SCAN_ROWS, typed=self.profile.name != "sqlite")
+                                SAMPLE_SCAN_ROWS, typed_nulls=self.profile.name not in samples.UNTYPED_NULL_UNITES)
         try:
             with as_query_error("sampling the tables"):
                 result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS * len(batch.tables), timeout)

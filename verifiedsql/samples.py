@@ -4,10 +4,11 @@ Each table of a batch is one branch, ``SELECT <k>, <slots> FROM (SELECT * FROM <
 ``k`` says which table a row comes from and each of the table's columns has a slot (a result column) of its
 own; the slots of the other tables' columns are NULL. On SQLite a value keeps its own type whatever the
 column, so the slots are shared by position. Elsewhere a result column has one type, so a slot is shared
-only by columns of the same reflected type, and a first branch that returns no row gives each slot its
-type (``(SELECT <column> FROM <table> WHERE 1 = 0)``: a NULL of that column's own type; PostgreSQL
-resolves an untyped NULL in a union as text). The values read are those a statement per table would
-read, in the same order: a table's branch scans its first ``n`` rows as ``SELECT * ... LIMIT n`` does.
+only by columns of the same reflected type. Where an untyped NULL in a union resolves as text (PostgreSQL,
+Snowflake; DuckDB gives it the other branches' type), a first branch that returns no row gives each slot
+its type (``(SELECT <column> FROM <table> WHERE 1 = 0)``: a NULL of that column's own type). The values
+read are those a statement per table would read, in the same order: a table's branch scans its first ``n``
+rows as ``SELECT * ... LIMIT n`` does.
 
 A batch the engine rejects (types that do not unite), that times out or that is cut at the size bounds
 is read again one table at a time by the caller (``Database``).
@@ -22,6 +23,7 @@ from typing import Any
 from .results import ResultSet
 from .schema import Column, Table
 
+UNTYPED_NULL_UNITES = ("sqlite", "duckdb")  # engines whose union gives a NULL the other branches' type
 BATCH_TABLES = 50  # tables per statement at most
 BATCH_SLOTS = 500  # result columns per statement at most (PostgreSQL allows 1,664; SQLite 2,000)
 SAMPLE_TEXT_CHARS = 60
@@ -106,8 +108,9 @@ def batches(tables: Sequence[Table], typed: bool) -> list[Batch]:
 
 
 def batch_sql(batch: Batch, quote_table: Callable[[str], str], quote_column: Callable[[str], str], rows: int,
-              typed: bool) -> str:
-    """The batch's statement (module docstring); ``rows``: the rows each table's branch scans."""
+              typed_nulls: bool) -> str:
+    """The batch's statement (module docstring); ``rows``: the rows each table's branch scans. ``typed_nulls``:
+    a first branch gives each slot its type (an engine that resolves an untyped NULL as text)."""
     def branch(index: int, table: Table, source: str) -> str:
         cells = ["NULL"] * batch.width
         for column, slot in zip(table.columns, batch.slots[index]):
@@ -116,7 +119,7 @@ def batch_sql(batch: Batch, quote_table: Callable[[str], str], quote_column: Cal
         return f"SELECT {', '.join(items)} FROM (SELECT * FROM {quote_table(table.name)} LIMIT {rows}) AS s"
 
     parts = [branch(i, table, "s") for i, table in enumerate(batch.tables)]
-    if typed:  # a first branch of no rows whose every slot has the type of the columns it holds
+    if typed_nulls:  # a first branch of no rows whose every slot has the type of the columns it holds
         header = ["NULL"] * batch.width
         for table, slots in zip(reversed(batch.tables), reversed(batch.slots)):
             for column, slot in zip(table.columns, slots):
