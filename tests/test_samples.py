@@ -83,3 +83,45 @@ def test_a_question_opens_one_read_only_connection(tmp_path: Any, monkeypatch: p
     finally:
         verified.dispose()
     assert len(opened) == 1
+
+
+def test_a_schema_beyond_every_window_is_compressed_before_the_first_call(tmp_path: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a model whose window is unknown, a schema no window could hold (here: over 400 characters) is
+    compressed before the first call, and only the tables its text shows are sampled."""
+    import verifiedsql.database as database_module
+    import verifiedsql.stages.context as context_module
+
+    names = ["orders", "customers", "invoices", "shipments", "products", "suppliers", "warehouses", "returns"]
+    url = f"sqlite:///{tmp_path / 'wide.sqlite'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        for name in names:
+            extra = "".join(f", {name}_extra_{k} INTEGER" for k in range(30))
+            conn.exec_driver_sql(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, {name}_label TEXT{extra})")
+            conn.exec_driver_sql(f"INSERT INTO {name} (id, {name}_label) VALUES (1, '{name} one')")
+    engine.dispose()
+    monkeypatch.setattr(database_module, "EAGER_SAMPLE_TABLES", 0)
+    monkeypatch.setattr(context_module, "LARGEST_WINDOW_TOKENS", 200)
+    sampled: list[str] = []
+    run_on = Database._run_on
+
+    def recording(self: Database, conn: Any, sql: str, cap: int, timeout_s: float) -> Any:
+        if "LIMIT 1000" in sql:
+            sampled.extend(name for name in names if f"FROM {name} LIMIT" in sql)
+        return run_on(self, conn, sql, cap, timeout_s)
+
+    monkeypatch.setattr(Database, "_run_on", recording)
+    model = ScriptedChatModel(lambda request: fenced("SELECT COUNT(*) FROM orders"))
+    verified = verifiedsql.create_engine(url, llm=model, sample_values=2, prompt_budget_tokens=300)
+    try:
+        with verified.connect() as conn:
+            result = conn.execute(verifiedsql.ask("How many orders are there?"))
+            assert result.all() == [(1,)]
+            notes = " ".join(result.verification.notes)
+    finally:
+        verified.dispose()
+    assert "far larger than any model's window" in notes
+    first = " ".join(m["content"] for m in model.requests[0].messages)
+    assert "CREATE TABLE orders" in first and "CREATE TABLE warehouses" not in first
+    assert "orders" in sampled and "warehouses" not in sampled
