@@ -305,7 +305,8 @@ def test_postgres_autocommit_connection(engine_factory) -> None:
         assert raw.execute("SELECT to_regclass('stolen')").fetchone() == (None,)
 
 
-def test_reflect_samples_with_one_query_per_table(shop_engine: sa.Engine, monkeypatch) -> None:
+def test_reflect_samples_in_one_query_per_batch_of_tables(shop_engine: sa.Engine, monkeypatch) -> None:
+    """Both tables are read by one UNION ALL (``verifiedsql.samples``), each scanning its first 1,000 rows."""
     db = Database(shop_engine, options(sample_values=3))
     statements: list[str] = []
     run_on = Database._run_on
@@ -316,14 +317,14 @@ def test_reflect_samples_with_one_query_per_table(shop_engine: sa.Engine, monkey
 
     monkeypatch.setattr(Database, "_run_on", counting)
     schema = db.reflect()
-    assert len(statements) == len(schema.tables) == 2
-    assert all("LIMIT 1000" in sql for sql in statements)
+    assert len(schema.tables) == 2 and len(statements) == 1
+    assert statements[0].count("LIMIT 1000") == 2 and "UNION ALL" in statements[0]
     for table in schema.tables:
         assert all(1 <= len(c.samples) <= 3 for c in table.columns)
 
 
 def test_distinct_samples_handle_unhashable_values() -> None:
-    from verifiedsql.database import _distinct_values
+    from verifiedsql.samples import distinct_values as _distinct_values
 
     values = [None, [1], [1], {"a": 1}, 2, 2, 2.0, "x", {"a": 1}, [2]]
     assert _distinct_values(values, 10) == [[1], {"a": 1}, 2, "x", [2]]

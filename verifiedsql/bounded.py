@@ -3,9 +3,18 @@
 * **Time.** SQLite and DuckDB statements run on a worker thread on a connection of their own (SQLite: a
   read-only connection to the same file, or a copy of a small in-memory database; DuckDB: the duplicate
   its strategy opens). The engine's own interrupt stops them at ``timeout_s``; when it cannot (inside one
-  long function call) the caller gets ``QueryTimeoutError`` ``watchdog.GRACE_S`` later and the abandoned
-  statement ends in the background, where its connection is closed. PostgreSQL and Snowflake statements
-  run on the calling thread: the server's statement timeout stops them (PostgreSQL: for every fetch).
+  long function call) the caller gets ``QueryTimeoutError`` ``watchdog.GRACE_S`` later, the abandoned
+  statement is interrupted once more (it stops at its next step, so its read lock does not outlive the
+  question by more than one function call), and its connection is closed when it ends. A SQLite
+  database with no such connection (a large in-memory one, a file that cannot be opened again) is read on
+  the caller's thread and connection, where the strategy's timer ``interrupt()``s the statement
+  ``GRACE_S`` after ``timeout_s`` if its progress handler has not stopped it by then. PostgreSQL and
+  Snowflake statements run on the calling thread: the server's statement timeout stops them (PostgreSQL:
+  for every fetch).
+* **Connections.** A SQLite read-only connection is opened once and reused by the statements that follow
+  while ``Workers.scope()`` is open (a question, a batch of sample reads): opening one parses the whole
+  schema, which a statement per table would otherwise pay for each table. A copy of an in-memory database
+  is reused only while the database is unchanged.
 * **Values.** SQLite's ``SQLITE_LIMIT_LENGTH`` is lowered to ``max_result_bytes`` for the statement, so a
   ``zeroblob(10^9)`` or a ``replace`` blown up to a gigabyte fails at once instead of filling the memory.
 * **Result size.** Rows are fetched with ``fetchmany`` in batches sized to the bytes left, and the fetch
@@ -19,20 +28,22 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
 import time
 import uuid
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import quote
 
 from .errors import QueryError, QueryTimeoutError
 from .profiles import DialectProfile
 from .results import ResultSet
-from .watchdog import run_within
+from .watchdog import GRACE_S, run_within
 
 Cursor = Any
 MAX_BATCH_ROWS = 1_000
 SNAPSHOT_MAX_BYTES = 64 * 1024 * 1024  # an in-memory SQLite database up to this size is copied for the worker
+IDLE_WORKERS = 4  # read-only SQLite connections kept between statements while a scope is open
 _MIN_LENGTH_LIMIT = 1024 * 1024  # SQLITE_LIMIT_LENGTH is never lowered below this (1 MB)
 _SCALAR_BYTES = 8
 
@@ -95,59 +106,150 @@ def _timeout_error(timeout_s: float) -> QueryTimeoutError:
 
 
 def run_statement(strategy: Any, raw: Any, sql: str, profile: DialectProfile, timeout_s: float, *,
-                  row_cap: int, max_bytes: int, plan: bool = False) -> ResultSet | None:
+                  row_cap: int, max_bytes: int, plan: bool = False,
+                  workers: Workers | None = None) -> ResultSet | None:
     """Run ``sql`` behind the engine guard ``strategy`` within the bounds of the module docstring; its
-    result (None for ``plan=True``, which only plans it)."""
+    result (None for ``plan=True``, which only plans it). ``workers``: where a SQLite read-only connection
+    is taken from and given back (none: one is opened for this statement and closed after it)."""
 
-    def work(connection: Any) -> ResultSet | None:
-        with strategy(connection, sql, profile, timeout_s, plan=plan) as cursor:
+    def work(connection: Any, **extra: Any) -> ResultSet | None:
+        with strategy(connection, sql, profile, timeout_s, plan=plan, **extra) as cursor:
             return None if plan else fetch_bounded(cursor, row_cap, max_bytes)
 
     if profile.read_only_strategy == "sqlite":
-        with _sqlite_worker_connection(raw, max_bytes) as (connection, own):
-            if not own:  # a large in-memory database: the caller's connection, on this thread
-                return work(connection)
-            return run_within(lambda: _closing(connection, work), timeout_s, lambda: _timeout_error(timeout_s),
-                              name="verifiedsql-sqlite")
+        workers = workers or Workers()
+        duplicate = workers.take(raw, max_bytes)
+        if duplicate is None:  # the caller's connection, on this thread: the strategy's timer is the watchdog
+            with _length_limit(raw, max_bytes):
+                return work(raw, interrupt_after_s=timeout_s + GRACE_S)
+        return _abandonable(duplicate, work, timeout_s, workers)
     if profile.read_only_strategy == "duckdb":  # its strategy runs the statement on a duplicate connection
         return run_within(lambda: work(raw), timeout_s, lambda: _timeout_error(timeout_s), name="verifiedsql-duckdb")
     return work(raw)
 
 
-def _closing(connection: sqlite3.Connection, work: Any) -> Any:
-    try:
-        return work(connection)
-    finally:
-        connection.close()
+def _abandonable(duplicate: _Duplicate, work: Callable[[Any], ResultSet | None], timeout_s: float,
+                 workers: Workers) -> ResultSet | None:
+    """``work(connection)`` on a worker thread within ``timeout_s`` (``watchdog``). Once the caller has given
+    up on it, the statement is interrupted, and its connection is closed when it ends instead of being
+    given back."""
+    lock = threading.Lock()
+    state = {"abandoned": False, "ended": False}
+
+    def job() -> ResultSet | None:
+        try:
+            return work(duplicate.connection)
+        finally:
+            with lock:
+                state["ended"] = True
+                abandoned = state["abandoned"]
+            if abandoned:
+                duplicate.connection.close()
+            else:
+                workers.give(duplicate)
+
+    def abandon() -> BaseException:
+        with lock:
+            state["abandoned"] = True
+            if not state["ended"]:
+                duplicate.connection.interrupt()  # it stops at its next step, and so releases its read lock
+        return _timeout_error(timeout_s)
+
+    return run_within(job, timeout_s, abandon, name="verifiedsql-sqlite")
 
 
 # --------------------------------------------------------------------------------------------- sqlite
 
 
+class _Duplicate:
+    """A read-only connection a worker thread may use, and what it is a duplicate of (``_identity``)."""
+
+    def __init__(self, connection: sqlite3.Connection, identity: tuple[Any, ...]) -> None:
+        self.connection, self.identity = connection, identity
+
+
+class Workers:
+    """Read-only SQLite connections for worker threads: each statement takes one (an idle one made for the
+    same database, else a new one) and gives it back; while a ``scope()`` is open (on any thread) up to
+    IDLE_WORKERS stay open between statements, and when the last scope closes they are closed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_Duplicate] = []
+        self._scopes = 0
+
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        with self._lock:
+            self._scopes += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._scopes -= 1
+                closing, self._idle = (self._idle, []) if self._scopes == 0 else ([], self._idle)
+            for duplicate in closing:
+                duplicate.connection.close()
+
+    def take(self, raw: sqlite3.Connection, max_bytes: int) -> _Duplicate | None:
+        """A connection that sees what ``raw`` sees, its values capped at ``max_bytes``; None when none can be
+        made (a large in-memory database, a file that cannot be opened again)."""
+        try:
+            identity = _identity(raw)
+            with self._lock:
+                found = next((d for d in self._idle if d.identity == identity), None)
+                if found is not None:
+                    self._idle.remove(found)
+            duplicate = found or _Duplicate(_sqlite_duplicate(raw), identity)
+        except (sqlite3.Error, _NoDuplicate):
+            return None
+        duplicate.connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(_MIN_LENGTH_LIMIT, max_bytes))
+        return duplicate
+
+    def give(self, duplicate: _Duplicate) -> None:
+        """Keep ``duplicate`` for a later statement while a scope is open; else close it."""
+        with self._lock:
+            keep = self._scopes > 0 and len(self._idle) < IDLE_WORKERS
+            if keep:
+                self._idle.append(duplicate)
+        if not keep:
+            duplicate.connection.close()
+
+
+class _NoDuplicate(Exception):
+    """No read-only connection can be made for another thread (a large in-memory database)."""
+
+
+def _identity(raw: sqlite3.Connection) -> tuple[Any, ...]:
+    """What a duplicate of ``raw`` depends on: the files of its databases, and for an in-memory one (which is
+    copied) the connection and its change counters, so that a copy is reused only while nothing changed."""
+    databases = tuple((str(name), str(path or "")) for _, name, path in raw.execute("PRAGMA database_list")
+                      if name != "temp")
+    if all(path for _, path in databases):
+        return databases
+    versions = tuple(raw.execute(f"PRAGMA {_quoted(name)}.schema_version").fetchone()[0] for name, _ in databases)
+    data = raw.execute("PRAGMA data_version").fetchone()[0]
+    return databases, id(raw), raw.total_changes, data, versions
+
+
 @contextmanager
-def _sqlite_worker_connection(raw: sqlite3.Connection, max_bytes: int) -> Iterator[tuple[sqlite3.Connection, bool]]:
-    """(connection, own): a read-only connection to the same database files, or a copy of a small
-    in-memory one, that the worker thread owns and closes; else (``raw``, False), with its length limit
-    lowered for the statement and put back afterwards. Either way, values are capped at ``max_bytes``."""
-    limit = max(_MIN_LENGTH_LIMIT, max_bytes)
+def _length_limit(raw: sqlite3.Connection, max_bytes: int) -> Iterator[None]:
+    """``raw``'s SQLITE_LIMIT_LENGTH lowered to ``max_bytes`` (at least 1 MB), put back afterwards."""
+    previous = raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(_MIN_LENGTH_LIMIT, max_bytes))
     try:
-        duplicate = _sqlite_duplicate(raw)
-    except sqlite3.Error:
-        duplicate = None
-    if duplicate is not None:
-        duplicate.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(limit, duplicate.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)))
-        yield duplicate, True
-        return
-    previous = raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
-    try:
-        yield raw, False
+        yield
     finally:
         raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, previous)
 
 
-def _sqlite_duplicate(raw: sqlite3.Connection) -> sqlite3.Connection | None:
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _sqlite_duplicate(raw: sqlite3.Connection) -> sqlite3.Connection:
     """A connection for another thread that sees what ``raw`` sees: the same files opened read-only (its
-    attached ones too), or a copy of an in-memory database up to SNAPSHOT_MAX_BYTES; None otherwise."""
+    attached ones too), or a copy of an in-memory database up to SNAPSHOT_MAX_BYTES; ``_NoDuplicate``
+    otherwise."""
     databases = [(str(name), str(path or "")) for _, name, path in raw.execute("PRAGMA database_list").fetchall()
                  if name != "temp"]
     main = dict(databases).get("main", "")
@@ -156,14 +258,14 @@ def _sqlite_duplicate(raw: sqlite3.Connection) -> sqlite3.Connection | None:
                                     isolation_level=None, timeout=1.0)
     else:
         if not hasattr(raw, "serialize") or _sqlite_size(raw, "main") > SNAPSHOT_MAX_BYTES:
-            return None
+            raise _NoDuplicate("the in-memory database is too large to copy")
         duplicate = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         duplicate.deserialize(raw.serialize(name="main"))
     try:
         for name, path in databases:
             if name == "main":
                 continue
-            quoted = '"' + name.replace('"', '""') + '"'
+            quoted = _quoted(name)
             if path:
                 duplicate.execute(f"ATTACH DATABASE ? AS {quoted}", (_read_only_uri(path),))
             elif _sqlite_size(raw, name) <= SNAPSHOT_MAX_BYTES:
@@ -183,7 +285,7 @@ def _read_only_uri(path: str) -> str:
 
 
 def _sqlite_size(raw: sqlite3.Connection, name: str) -> int:
-    quoted = '"' + name.replace('"', '""') + '"'
+    quoted = _quoted(name)
     pages = raw.execute(f"PRAGMA {quoted}.page_count").fetchone()[0]
     page_size = raw.execute(f"PRAGMA {quoted}.page_size").fetchone()[0]
     return int(pages) * int(page_size)

@@ -146,7 +146,8 @@ class Pipeline:
         report = VerificationReport(question=text, dialect=self.database.profile.name)
         deadline = Deadline(self.options.question_timeout_s)
         try:
-            answer = self._answer(text, report, deadline)
+            with self.database.statements():  # the question's statements share their read-only connections
+                answer = self._answer(text, report, deadline)
         except BaseException as error:
             if isinstance(error, QuestionTimeoutError):
                 report.timed_out = True

@@ -13,8 +13,9 @@ outside that schema (``boundary``).
 What each engine does:
 
 * **sqlite**: an authorizer that allows only reads (SELECT, READ, RECURSIVE, and functions that are not
-  on the deny list; ATTACH, PRAGMA, writes and transactions are denied), ``PRAGMA query_only=ON`` and a
-  progress handler that interrupts the statement after the timeout. Python's ``sqlite3`` itself refuses
+  on the deny list; ATTACH, PRAGMA, writes and transactions are denied), ``PRAGMA query_only=ON``, a
+  progress handler that interrupts the statement after the timeout, and a timer that ``interrupt()``s it
+  (checked at every loop, where the handler runs every 1,000 steps). Python's ``sqlite3`` itself refuses
   more than one statement per ``execute``. It is given a read-only connection of its own where
   ``bounded`` can open one, so the caller's hooks are never touched; on the caller's own connection,
   the hooks set through ``verifiedsql.dbapi`` are put back afterwards (``sqlite_hooks``: Python cannot
@@ -133,14 +134,51 @@ _SQLITE_ACTIONS = {
 }
 
 
+class _Interrupter:
+    """``connection.interrupt()`` once ``seconds`` after ``arm()``, unless ``disarm()`` came first (a lock
+    keeps a late timer from interrupting the statements that restore the connection's settings)."""
+
+    def __init__(self, connection: sqlite3.Connection, seconds: float) -> None:
+        self._connection, self._seconds = connection, seconds
+        self._lock = threading.Lock()
+        self._armed = self.fired = False
+        self._timer: threading.Timer | None = None
+
+    def arm(self) -> None:
+        if math.isinf(self._seconds):
+            return
+        self._armed = True
+        self._timer = threading.Timer(max(0.0, self._seconds), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._armed:
+                self.fired = True
+                self._connection.interrupt()
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._armed = False
+        if self._timer is not None:
+            self._timer.cancel()
+
+
 @contextmanager
 def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s: float, *,
-           plan: bool = False, functions: FunctionPolicy | None = None) -> Iterator[Cursor]:
-    """Authorizer (reads only) + ``PRAGMA query_only`` + a progress-handler timeout. ``plan=True``
-    compiles the query with ``EXPLAIN QUERY PLAN`` instead of running it."""
+           plan: bool = False, functions: FunctionPolicy | None = None,
+           interrupt_after_s: float | None = None) -> Iterator[Cursor]:
+    """Authorizer (reads only) + ``PRAGMA query_only`` + a progress-handler timeout, and a timer that
+    ``interrupt()``s the statement ``interrupt_after_s`` after the start (default: ``timeout_s``): the
+    progress handler runs only every 1,000 VM steps, which a statement of slow steps (a long function call
+    per row) takes seconds to reach, while SQLite checks an interrupt at every loop. The timer is armed only
+    while the statement runs and its rows are read. ``plan=True`` compiles the query with
+    ``EXPLAIN QUERY PLAN`` instead of running it."""
     refused: list[str] = []
     deadline = time.monotonic() + timeout_s
     timed_out = False
+    interrupter = _Interrupter(raw, timeout_s if interrupt_after_s is None else interrupt_after_s)
 
     def authorize(action: int, arg1: str | None, arg2: str | None, *_: Any) -> int:
         if action in _SQLITE_READS or (action == sqlite3.SQLITE_FUNCTION and not _denied(profile, arg2 or "")):
@@ -158,12 +196,13 @@ def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s
     raw.execute("PRAGMA query_only = ON")
     raw.set_authorizer(authorize)
     raw.set_progress_handler(progress, 1_000)
+    cursor = raw.cursor()
     try:
-        cursor = raw.cursor()
+        interrupter.arm()
         cursor.execute(f"EXPLAIN QUERY PLAN {sql}" if plan else sql)
         yield cursor
     except sqlite3.Error as error:
-        if timed_out:
+        if timed_out or (interrupter.fired and "interrupted" in str(error)):
             raise _timeout_error(timeout_s) from error
         if refused:
             raise _refuse(", ".join(dict.fromkeys(refused)), clip(str(error))) from error
@@ -174,6 +213,8 @@ def sqlite(raw: sqlite3.Connection, sql: str, profile: DialectProfile, timeout_s
             raise _refuse("write", message) from error
         raise _query_error(error, "EXPLAIN QUERY PLAN " if plan else "", sql) from error
     finally:
+        cursor.close()  # the statement ends here, so an interrupt that fired is cleared before the restores
+        interrupter.disarm()
         sqlite_hooks.restore(raw)  # the caller's hooks, when set through verifiedsql.dbapi; else none
         raw.execute(f"PRAGMA query_only = {int(previous)}")
 

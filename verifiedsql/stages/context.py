@@ -22,7 +22,7 @@ from ..profiles import DialectProfile
 from ..report import LLMPurpose, VerificationReport
 from ..results import ResultSet
 from ..sandbox import Sandbox
-from ..schema import Schema
+from ..schema import Schema, render_table
 from .calls import Sent, call_model, record, send_all
 from .common.hints import prompt_profile
 
@@ -30,6 +30,24 @@ if TYPE_CHECKING:
     from .generate import CandidateRun
 
 CandidateCheck = Callable[["CandidateRun"], "CandidateRun"]
+
+# The longest context window models are served with (GPT-4.1, Gemini 2.5, Llama 4 Maverick: 1,048,576 tokens).
+LARGEST_WINDOW_TOKENS = 1_048_576
+SAMPLE_VALUE_CHARS = 11  # what one sample value adds to a column's line (Spider dev: 32.8 characters for 3)
+
+
+def beyond_every_window(schema: Schema, sample_values: int) -> bool:
+    """Whether a prompt showing all of ``schema`` fits no model's window: its text without samples, plus
+    SAMPLE_VALUE_CHARS per sample value and column, at 2 characters a model token (``over_window``'s count),
+    is over LARGEST_WINDOW_TOKENS. The tables are rendered only until the count is reached."""
+    limit = 2 * LARGEST_WINDOW_TOKENS
+    chars = 0
+    for table in schema.tables:
+        samples = len(table.columns) * sample_values * SAMPLE_VALUE_CHARS
+        chars += len(render_table(table, with_samples=False)) + 2 + samples
+        if chars > limit:
+            return True
+    return False
 
 
 @dataclass
@@ -48,6 +66,7 @@ class QuestionContext:
     schema_text: str
     profile: DialectProfile  # the database's dialect profile, with the prompt rules for this schema
     candidate_checks: list[CandidateCheck] = field(default_factory=list)
+    beyond_windows: bool = False  # the whole schema fits no model's window (``beyond_every_window``)
     _sandbox: Sandbox | None = None
 
     @classmethod
@@ -57,17 +76,27 @@ class QuestionContext:
         """A context for ``question``: the model is bound to ``deadline`` (none: no limit), the schema is
         reflected unless given (its sample values read now for a schema too large to sample at reflection,
         unless compression will choose the tables to sample), and the schema text is its plain rendering
-        until a stage changes it."""
+        until a stage changes it. A schema ``beyond_windows`` (with ``compress_schema`` off) is compressed
+        here, before any model call, to the model's window where it is known (``calls.context_window``), else
+        to ``prompt_budget_tokens``; only the tables its text shows are sampled."""
         from ..schema import render_schema
+        from .calls import context_window
+        from .reforce.compress import SchemaCompression
 
         deadline = deadline or Deadline()
         report = report or VerificationReport(question=question, dialect=database.profile.name)
         schema = schema if schema is not None else database.reflect()
-        if not options.compress_schema:  # the prompt shows every table: sample those a large schema left bare
+        beyond = not options.compress_schema and beyond_every_window(schema, options.sample_values)
+        if not options.compress_schema and not beyond:  # the prompt shows every table: sample the bare ones
             schema = database.with_samples(schema, deadline=deadline)
-        return cls(question, database, options, deadline.bind(llm), report, deadline, schema,
-                   render_schema(schema), prompt_profile(database.profile, schema, options.schema_hints),
-                   _sandbox=sandbox)
+        ctx = cls(question, database, options, deadline.bind(llm), report, deadline, schema,
+                  "" if beyond else render_schema(schema), prompt_profile(database.profile, schema,
+                                                                           options.schema_hints),
+                  beyond_windows=beyond, _sandbox=sandbox)
+        if beyond:
+            SchemaCompression().fit_window(ctx, context_window(llm), "the schema is far larger than any model's "
+                                                                     f"window: {len(schema.tables):,} tables")
+        return ctx
 
     # ------------------------------------------------------------------------------------- the model
 
