@@ -167,7 +167,11 @@ class Pipeline:
                 f"found no tables in {where} of {self.database.engine.url.render_as_string()}; check "
                 "the URL (a new SQLite path is an empty database) or pass schema=<name>."
             )
-        return QuestionContext.open(text, self.database, self.llm, self.options, report, deadline, schema)
+        ctx = QuestionContext.open(text, self.database, self.llm, self.options, report, deadline, schema)
+        if ctx.beyond_windows:  # far larger than any model's window: compressed to the known window, else the budget
+            SchemaCompression().fit_window(ctx, context_window(self.llm), "the schema is far larger than any model's "
+                                                                          f"window: {len(schema.tables):,} tables")
+        return ctx
 
     def _answer(self, text: str, report: VerificationReport, deadline: Deadline) -> Answer:
         with _timed(report, "context", deadline):

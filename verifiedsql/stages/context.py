@@ -76,12 +76,10 @@ class QuestionContext:
         """A context for ``question``: the model is bound to ``deadline`` (none: no limit), the schema is
         reflected unless given (its sample values read now for a schema too large to sample at reflection,
         unless compression will choose the tables to sample), and the schema text is its plain rendering
-        until a stage changes it. A schema ``beyond_windows`` (with ``compress_schema`` off) is compressed
-        here, before any model call, to the model's window where it is known (``calls.context_window``), else
-        to ``prompt_budget_tokens``; only the tables its text shows are sampled."""
+        until a stage changes it. A schema ``beyond_windows`` (with ``compress_schema`` off) gets no text and
+        no samples here: the pipeline compresses it before any model call, and only the tables its text shows
+        are sampled."""
         from ..schema import render_schema
-        from .calls import context_window
-        from .reforce.compress import SchemaCompression
 
         deadline = deadline or Deadline()
         report = report or VerificationReport(question=question, dialect=database.profile.name)
@@ -93,9 +91,6 @@ class QuestionContext:
                   "" if beyond else render_schema(schema), prompt_profile(database.profile, schema,
                                                                            options.schema_hints),
                   beyond_windows=beyond, _sandbox=sandbox)
-        if beyond:
-            SchemaCompression().fit_window(ctx, context_window(llm), "the schema is far larger than any model's "
-                                                                     f"window: {len(schema.tables):,} tables")
         return ctx
 
     # ------------------------------------------------------------------------------------- the model
