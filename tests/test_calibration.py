@@ -194,10 +194,10 @@ def test_features_of_an_answer():
         return Candidate(index, "greedy" if index == 0 else "sample", "SELECT 1", status,
                          certainty=Certainty(5, mean, mean - 1, 5 * mean, None, None, 0.3))
     candidates = [cand(0, -0.1), cand(1, -0.1), cand(2, -1.0)]
-    features = answer_features(candidates, [0, 1], candidates[0], [])
+    features = answer_features(candidates, [0, 1], candidates[0], [], "probable")
     assert features["share"] == pytest.approx(2 / 3) and features["agree"] == 2 and features["greedy_in"] == 1
     assert features["mass"] > features["share"]  # the agreeing candidates are the likelier ones
-    assert features["sql_names"] == features["sql_mean"] == -0.1
+    assert features["sql_names"] == features["sql_mean"] == -0.1 and features["rule"] == 2.0
 
 
 def test_threshold_aurc_and_the_fit():

@@ -31,8 +31,12 @@ from ..report import Candidate, Confidence, Evidence
 CHECKS = ("result", "ties", "tables", "wording", "refinement", "literals", "constraints", "dpc", "trace", "review",
           "consensus")
 CERTAINTY = ("mean", "low", "names", "literals", "entropy")
-FEATURES = ("share", "agree", "drawn", "mass", "greedy_in", "scored", *(f"sql_{name}" for name in CERTAINTY),
-            "cluster_mean", *(f"check_{name}" for name in CHECKS))
+RULE_RANK: dict[str, float] = {"unverified": 0.0, "doubtful": 1.0, "probable": 2.0, "verified": 3.0}
+# What the fit reads, chosen before any fit (a few dozen answers per half cannot carry many more): the vote, the
+# cluster's mass, the vote-based rule's tier, the model's certainty, and the checks that ever speak on Spider.
+# ``answer_features`` also records the rest (agreement, candidates drawn, every check) for analysis.
+FEATURES = ("share", "mass", "greedy_in", "rule", "sql_mean", "sql_low", "sql_names", "sql_entropy", "cluster_mean",
+            "check_result", "check_ties", "check_wording", "check_literals", "check_constraints")
 TIERS: tuple[Confidence, ...] = ("verified", "probable", "doubtful")
 
 
@@ -48,15 +52,15 @@ def opposed(features: Mapping[str, float]) -> bool:
 
 
 def answer_features(candidates: Sequence[Candidate], members: Sequence[int], chosen: Candidate,
-                    evidence: Sequence[Evidence]) -> dict[str, float]:
+                    evidence: Sequence[Evidence], rule: Confidence) -> dict[str, float]:
     """The features of the answer ``chosen`` from the cluster of candidate indexes ``members`` among all
-    ``candidates`` (failed ones included), with its ``evidence``."""
+    ``candidates`` (failed ones included), with its ``evidence`` and the tier the vote-based ``rule`` gives it."""
     drawn = max(1, len(candidates))
     inside = [c for c in candidates if c.index in set(members)]
     scored = all(c.certainty is not None for c in candidates if c.status == "ok") and chosen.certainty is not None
     features: dict[str, float] = {
         "share": len(inside) / drawn, "agree": float(len(inside)), "drawn": float(drawn),
-        "greedy_in": float(any(c.index == 0 for c in inside)), "scored": float(scored),
+        "greedy_in": float(any(c.index == 0 for c in inside)), "scored": float(scored), "rule": RULE_RANK[rule],
     }
     features["mass"] = _mass(candidates, inside) if scored else features["share"]
     sure = chosen.certainty

@@ -12,7 +12,7 @@ from .base import Pool
 from .calibration import Calibration, answer_features, load, opposed, shipped
 from .cluster import Selection
 from .context import QuestionContext
-from .evidence import HARD, gather_evidence
+from .evidence import DEFAULT_RULE, HARD, gather_evidence
 from .generate import CandidateRun
 
 
@@ -47,7 +47,8 @@ def first_features(ctx: QuestionContext, run: CandidateRun, stated: ConstraintCh
         return {}
     index = run.candidate.index
     alone = Pool([run], [], Selection(Cluster(0, [index], run.result.row_count), run, "unverified", "alone"))
-    return answer_features([run.candidate], [index], run.candidate, _evidence(ctx, alone, False, stated))
+    evidence = _evidence(ctx, alone, False, stated)
+    return answer_features([run.candidate], [index], run.candidate, evidence, DEFAULT_RULE.tier_of(evidence, 1.0, 1))
 
 
 class StopWhenSure:
@@ -88,7 +89,7 @@ def apply_calibration(ctx: QuestionContext, pool: Pool, calibration: Calibration
         return
     evidence = _evidence(ctx, pool, report.timed_out, stated)
     chosen = pool.selection.representative.candidate
-    report.features = answer_features(runs, pool.selection.cluster.members, chosen, evidence)
+    report.features = answer_features(runs, pool.selection.cluster.members, chosen, evidence, report.confidence)
     if pool.runs and pool.runs[0].candidate.index == 0:
         report.first_features = first_features(ctx, pool.runs[0], stated)
     if calibration is None:
