@@ -96,7 +96,10 @@ def apply_calibration(ctx: QuestionContext, pool: Pool, calibration: Calibration
         report.notes.append(f"confidence from the vote alone: there is no calibration for model {ctx.llm.name!r}")
         return
     report.evidence = evidence
-    report.probability = round(calibration.pool.probability(report.features), 4)
+    # the greedy candidate alone (the sure stop ended the drawing): its own fit, as the stop decided by
+    alone = len(pool.runs) == 1 and pool.runs[0].candidate.index == 0 and calibration.first is not None
+    model = calibration.first if alone and calibration.first is not None else calibration.pool
+    report.probability = round(model.probability(report.first_features if alone else report.features), 4)
     tier = calibration.tier(report.probability, opposed(report.features))
     hard = any(e.check in HARD and e.verdict == "against" for e in evidence)
     report.confidence = "unverified" if hard or report.confidence == "unverified" else tier
