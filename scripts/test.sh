@@ -14,4 +14,5 @@ printf '\n==> mkdocs build --strict\n' >&2
 site="$(mktemp -d)"
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
 rm -rf "$site"
-exec .venv/bin/python -m pytest "$@"
+# the tests on every core (at most 4 workers); the end-to-end tests share one worker and so one model server
+exec .venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadgroup "$@"

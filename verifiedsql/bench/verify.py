@@ -608,11 +608,11 @@ def postgres_url(given: str | None) -> Iterator[Callable[[], str]]:
     if given:
         yield lambda: given
         return
-    lock, started = threading.Lock(), []
+    from .pgserver import PostgresServer, available
+
+    lock, started = threading.Lock(), list[PostgresServer]()
 
     def url() -> str:
-        from .pgserver import PostgresServer, available
-
         with lock:
             if not started:
                 expect(available(), "no PostgreSQL server binaries: pass --pg-url, or install Debian's postgresql")
