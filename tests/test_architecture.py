@@ -65,7 +65,7 @@ def test_no_module_imports_a_method_package_other_than_its_own():
 def test_each_method_package_says_what_it_is(method):
     package = importlib.import_module(f"verifiedsql.stages.{method}")
     doc = package.__doc__ or ""
-    assert "papers/README" in doc and "section" in doc.lower(), "the paper and its section"
+    assert "docs/papers.md" in doc and "section" in doc.lower(), "the paper and its section"
     assert "option" in doc.lower() and "report" in doc, "the options and the report field"
     assert package.__all__ and all(name in doc for name in package.__all__), "the entry point"
     assert (PACKAGE / "stages" / method / "prompts.py").exists(), "its prompts beside its code"

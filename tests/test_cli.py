@@ -185,9 +185,9 @@ def test_quiet_leaves_stderr_empty(shop_url, model, capsys):
 
 
 def readme_json_keys() -> list[str]:
-    """The top-level keys of the README's ``--json`` example, in order."""
-    block = re.search(r"```json\n(\{.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
-    assert block, "the README has no --json example"
+    """The top-level keys of the ``--json`` example on the command-line page, in order."""
+    block = re.search(r"```json\n(\{.*?)```", (ROOT / "docs" / "usage" / "cli.md").read_text(), re.DOTALL)
+    assert block, "docs/usage/cli.md has no --json example"
     return re.findall(r'^  "(\w+)":', block.group(1), re.MULTILINE)
 
 

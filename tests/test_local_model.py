@@ -212,6 +212,7 @@ def _wait_gone(pid: int, seconds: float = 15.0) -> bool:
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("embedded-model")
 def test_real_model_answers_and_server_is_shared() -> None:
     _require_runtime()
     settings = LLMSettings(local_model="0.5b", timeout_s=120)
@@ -235,6 +236,7 @@ _CHILD = textwrap.dedent("""
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("embedded-model")
 @pytest.mark.parametrize("ending", ["exit", "hang"])
 def test_server_does_not_outlive_its_process(ending: str) -> None:
     """Stopped at a normal exit (atexit), and also when the owner is killed with SIGKILL (pipe watch)."""

@@ -1,9 +1,10 @@
-"""Every Python block of the README runs as written, each as its own test case (named by its line).
+"""Every Python block of the README and of the docs pages runs as written, each as its own test case (named by
+its file and line). Blocks that a page includes from the README (``--8<--``) run once, as the README's.
 
 The blocks run in a scratch folder holding a copy of ``examples/shop.db``, against a scripted
 OpenAI-compatible server (``fake_openai.FakeServer``) configured only through the documented environment
 variables, so the documented fallback is tested too. A block may use what the blocks before it defined, as a
-reader running them in order would: those run first, in the same namespace. The logging configuration a
+reader running them in order would: those of the same file run first, in the same namespace. The logging configuration a
 block makes is undone afterwards. Blocks with more to check than "it runs" are listed in ``CHECKS``.
 """
 
@@ -22,17 +23,19 @@ from fake_openai import FakeServer, Reply, completion
 
 ROOT = Path(__file__).parents[1]
 README = ROOT / "README.md"
+DOCUMENTS = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 ANSWER = "```sql\nSELECT country, COUNT(*) AS n FROM customers GROUP BY country\n```"  # 8 rows in shop.db
 
 
-def readme_python_blocks() -> list[tuple[int, str]]:
-    """(line of the block's first code line, code) of every ```python block of the README."""
-    text = README.read_text()
+def python_blocks(path: Path) -> list[tuple[int, str]]:
+    """(line of the block's first code line, code) of every ```python block of a Markdown file."""
+    text = path.read_text()
     return [(text.count("\n", 0, match.start(1)) + 1, match.group(1))
             for match in re.finditer(r"^```python\n(.*?)^```", text, re.DOTALL | re.MULTILINE)]
 
 
-BLOCKS = readme_python_blocks()
+# (file, line, code) of every block, in reading order within each file
+BLOCKS = [(path, line, code) for path in DOCUMENTS for line, code in python_blocks(path)]
 
 
 def check_using_it(namespace: dict[str, Any], server: FakeServer) -> None:
@@ -43,7 +46,7 @@ def check_using_it(namespace: dict[str, Any], server: FakeServer) -> None:
 
 # a block containing the key is checked by the function after it runs
 CHECKS: dict[str, Callable[[dict[str, Any], FakeServer], None]] = {
-    'verifiedsql.create_engine("sqlite:///examples/shop.db")': check_using_it,
+    'verifiedsql.create_engine("sqlite:///examples/shop.db")   # any SQLAlchemy URL': check_using_it,
 }
 
 
@@ -86,22 +89,25 @@ def readme_world(tmp_path, monkeypatch) -> Iterator[FakeServer]:
         server.close()
 
 
-def run_block(line: int, code: str, namespace: dict[str, Any]) -> None:
-    """Run a block with its README line numbers, so a traceback points at the README."""
-    exec(compile("\n" * (line - 1) + code, str(README), "exec"), namespace)
+def run_block(path: Path, line: int, code: str, namespace: dict[str, Any]) -> None:
+    """Run a block with its file's line numbers, so a traceback points at the page."""
+    exec(compile("\n" * (line - 1) + code, str(path), "exec"), namespace)
 
 
 def test_the_readme_has_python_examples():
-    assert BLOCKS, "the README has no Python example"
-    assert all(any(key in code for _, code in BLOCKS) for key in CHECKS), "a checked example is gone"
+    assert python_blocks(README), "the README has no Python example"
+    assert all(any(key in code for *_, code in BLOCKS) for key in CHECKS), "a checked example is gone"
+    assert len({path for path, *_ in BLOCKS}) > 3, "the docs pages' Python examples are not found"
 
 
-@pytest.mark.parametrize(("line", "code"), BLOCKS, ids=[f"README.md:{line}" for line, _ in BLOCKS])
-def test_readme_example_runs(line, code, readme_world):
+@pytest.mark.parametrize(("path", "line", "code"), BLOCKS,
+                         ids=[f"{path.relative_to(ROOT)}:{line}" for path, line, _ in BLOCKS])
+def test_readme_example_runs(path, line, code, readme_world):
     namespace: dict[str, Any] = {"__name__": "__readme__"}
-    for earlier_line, earlier in BLOCKS[:BLOCKS.index((line, code))]:
-        run_block(earlier_line, earlier, namespace)
-    run_block(line, code, namespace)
+    for earlier_path, earlier_line, earlier in BLOCKS[:BLOCKS.index((path, line, code))]:
+        if earlier_path == path:
+            run_block(earlier_path, earlier_line, earlier, namespace)
+    run_block(path, line, code, namespace)
     for key, check in CHECKS.items():
         if key in code:
             check(namespace, readme_world)

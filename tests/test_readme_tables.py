@@ -1,8 +1,9 @@
-"""The README's reference tables are checked against the code: the options table against ``Options``, the
-errors table against ``verifiedsql.errors`` and ``verifiedsql.__all__``, and the architecture tree against
-the modules under ``verifiedsql/``.
+"""The documentation's reference tables are checked against the code: the README's options table against
+``Options``, the errors table (``docs/usage/errors.md``) against ``verifiedsql.errors`` and
+``verifiedsql.__all__``, and the architecture tree (``docs/architecture.md``) against the modules under
+``verifiedsql/``.
 
-The architecture tree is the first fenced block after the ``## Architecture`` heading, in this format:
+The architecture tree is the first fenced block of the architecture page, in this format:
 
     verifiedsql/
       engine.py      what it does; the description may go on over
@@ -37,6 +38,8 @@ from verifiedsql.engine import OPTION_NAMES
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()
+ERRORS_PAGE = (ROOT / "docs" / "usage" / "errors.md").read_text()
+ARCHITECTURE_PAGE = (ROOT / "docs" / "architecture.md").read_text()
 PACKAGE = ROOT / "verifiedsql"
 
 # keyword options of the LLM settings (Options.build) -> their LLMSettings field
@@ -52,13 +55,14 @@ DOCUMENTED_AS = {"cache_path": {"cache"}, "llm": set(LLM_KEYWORDS)}
 # ------------------------------------------------------------------------------------------ tables
 
 
-def section(heading: str) -> str:
-    """The README text from ``heading`` (a whole line) to the next heading of the same or a higher level."""
-    match = re.search(rf"^{re.escape(heading)}[ \t]*$", README, re.MULTILINE)
-    assert match, f"the README has no {heading!r} heading"
+def section(heading: str, text: str = README) -> str:
+    """The text (the README's unless given) from ``heading`` (a whole line) to the next heading of the same or
+    a higher level."""
+    match = re.search(rf"^{re.escape(heading)}[ \t]*$", text, re.MULTILINE)
+    assert match, f"no {heading!r} heading"
     level = len(heading) - len(heading.lstrip("#"))
-    end = re.compile(rf"^#{{1,{level}}} ", re.MULTILINE).search(README, match.end())
-    return README[match.end():end.start() if end else len(README)]
+    end = re.compile(rf"^#{{1,{level}}} ", re.MULTILINE).search(text, match.end())
+    return text[match.end():end.start() if end else len(text)]
 
 
 def table_rows(text: str) -> list[list[str]]:
@@ -173,7 +177,7 @@ def test_default_reader() -> None:
 
 
 def error_rows() -> list[list[str]]:
-    return table_rows(section("### Errors"))
+    return table_rows(section("# Errors", ERRORS_PAGE))
 
 
 def exception_classes(module: Any) -> dict[str, type[BaseException]]:
@@ -196,27 +200,27 @@ def test_every_documented_error_exists() -> None:
         for name in ticked(row[0]):
             error = resolve(name)
             assert isinstance(error, type) and issubclass(error, verifiedsql.errors.VerifiedSQLError), (
-                f"the README documents {name!r}, which is not a verifiedsql error")
+                f"the errors page documents {name!r}, which is not a verifiedsql error")
     # errors named inside a row ("`UnparseableSQLError`, a subclass", "a PEP 249 `InterfaceError`") exist too
     known = {**exception_classes(importlib.import_module("verifiedsql.dbapi")), **exception_classes(verifiedsql.errors)}
     for row in error_rows():
         for name in ticked(" | ".join(row[1:])):
             if re.fullmatch(r"[\w.]+Error", name):  # a name, not code such as `except VerifiedSQLError`
                 assert (known.get(name) if name.isidentifier() else resolve(name)), (
-                    f"the README names an unknown error {name!r}")
+                    f"the errors page names an unknown error {name!r}")
 
 
 def test_every_error_is_documented() -> None:
     in_first_column = {name for row in error_rows() for name in ticked(row[0])}
     anywhere = {name for row in error_rows() for cell in row for name in ticked(cell)}
     missing = sorted(set(exception_classes(verifiedsql.errors)) - anywhere)
-    assert not missing, f"errors in verifiedsql.errors that the README's table does not name: {missing}"
+    assert not missing, f"errors in verifiedsql.errors that the errors page does not name: {missing}"
     exported = sorted(name for name in verifiedsql.__all__
                       if isinstance(getattr(verifiedsql, name), type)
                       and issubclass(getattr(verifiedsql, name), BaseException))
     assert exported, "verifiedsql.__all__ exports no error"
     unlisted = [name for name in exported if name not in in_first_column]
-    assert not unlisted, f"errors exported by verifiedsql without a row of their own in the README: {unlisted}"
+    assert not unlisted, f"errors exported by verifiedsql without a row of their own on the errors page: {unlisted}"
 
 
 # -------------------------------------------------------------------------------- (c) architecture
@@ -226,8 +230,8 @@ MENTION = re.compile(r"(?<![\w/.])([A-Za-z_]\w*\.py)\b")
 
 
 def architecture_block() -> list[str]:
-    match = re.search(r"^```[^\n]*\n(.*?)^```", section("## Architecture"), re.MULTILINE | re.DOTALL)
-    assert match, "the Architecture section has no fenced block"
+    match = re.search(r"^```[^\n]*\n(.*?)^```", section("# Architecture", ARCHITECTURE_PAGE), re.MULTILINE | re.DOTALL)
+    assert match, "the architecture page has no fenced block"
     return match.group(1).splitlines()
 
 
@@ -307,17 +311,18 @@ tests/           the tests""".splitlines()
 def test_architecture_tree_names_only_what_exists() -> None:
     entries, mentions, top = parse_tree(architecture_block())
     missing = sorted(path for path in entries | mentions | top if not (ROOT / path).exists())
-    assert not missing, f"the README's architecture tree names what does not exist: {missing}"
+    assert not missing, f"the architecture page names what does not exist: {missing}"
 
 
 def test_architecture_tree_names_every_module() -> None:
     entries, mentions, _ = parse_tree(architecture_block())
     modules, packages = package_contents()
     unnamed = sorted((modules | packages) - entries - mentions)
-    assert not unnamed, (f"modules and packages under verifiedsql/ that the README's architecture tree does "
+    assert not unnamed, (f"modules and packages under verifiedsql/ that the architecture page's tree does "
                          f"not name (see this test's docstring for the format): {unnamed}")
 
 
-@pytest.mark.parametrize("heading", ["### Options", "### Errors", "## Architecture"])
-def test_sections_exist(heading: str) -> None:
-    assert section(heading).strip()
+@pytest.mark.parametrize(("heading", "text"), [("### Options", README), ("# Errors", ERRORS_PAGE),
+                                             ("# Architecture", ARCHITECTURE_PAGE)])
+def test_sections_exist(heading: str, text: str) -> None:
+    assert section(heading, text).strip()

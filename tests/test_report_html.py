@@ -3,7 +3,7 @@ chose a minority result, an execution trace with probes) rendered to one self-co
 from the question, the model and the database escaped; nothing fetched; and the page rendered in headless
 Chromium: the DOM it builds, a screenshot that is not blank, wide tables that scroll inside their box.
 
-``python tests/test_report_html.py`` writes docs/report.png, the README's picture, from the DPC run."""
+``python tests/test_report_html.py`` writes docs/report.png, the picture on the docs' report page, from the DPC run."""
 
 from __future__ import annotations
 

@@ -78,15 +78,36 @@ def _host_paths(marker: str) -> list[str]:
 
 
 def _jail_pids() -> list[int]:
-    """Host processes running under a sandbox uid (there must be none after a run)."""
-    pids = []
+    """Host processes under a sandbox uid that outlived their run: below this process (its jail still runs), or
+    below no living bwrap at all (escaped from its jail). The jails of other test processes running side by
+    side (pytest-xdist workers) sit below their own bwrap and are not counted."""
+    parents: dict[int, int] = {}
+    jailed, jailers = set(), set()
     for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
         try:
-            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid >= 1_000_000_000:
-                pids.append(int(entry))
-        except FileNotFoundError:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                name, fields = fh.read().split(b" (", 1)[1].rsplit(b")", 1)
+            if fields.split()[0] in (b"Z", b"X"):  # exited, not yet reaped
+                continue
+            parents[int(entry)] = int(fields.split()[1])
+            if os.stat(f"/proc/{entry}").st_uid >= 1_000_000_000:
+                jailed.add(int(entry))
+            elif name == b"bwrap":
+                jailers.add(int(entry))
+        except (FileNotFoundError, ProcessLookupError, IndexError):
             pass
-    return pids
+
+    def ancestors(pid: int) -> set[int]:
+        found: set[int] = set()
+        while pid in parents and pid not in found:
+            found.add(pid)
+            pid = parents[pid]
+        return found | {pid}
+
+    return sorted(pid for pid in jailed
+                  if os.getpid() in ancestors(pid) or not ancestors(pid) & jailers)
 
 
 def _value(r: SandboxResult) -> Any:

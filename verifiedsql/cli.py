@@ -245,7 +245,7 @@ class Outcome:
         return STATUS_EXIT[self.status]
 
     def to_json(self) -> dict[str, Any]:
-        """The documented ``--json`` object (README, Using it)."""
+        """The documented ``--json`` object (docs: Using it, Command line)."""
         report = self.report
         return {
             "status": self.status,
@@ -346,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     ask.add_argument("--json", action="store_true",
                      help="print one JSON object: status, question, sql, columns, rows, confidence, truncated, "
-                          "error, report (README, Using it)")
+                          "error, report (docs: Using it, Command line)")
     ask.add_argument("--html", metavar="FILE", help="write the report as an HTML page to FILE")
     ask.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     ask.add_argument("--cache", metavar="FILE",

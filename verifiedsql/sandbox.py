@@ -1,4 +1,4 @@
-"""Run model-written pandas code inside a bubblewrap jail (see ENVIRONMENT.md, "Sandboxing").
+"""Run model-written pandas code inside a bubblewrap jail (see docs/environment.md, "Sandboxing model-written Python").
 
 The jail has no network (own network namespace), no view of the host file system beyond read-only
 system, Python and venv directories, no environment variables of the caller, and hard rlimits on address

@@ -1,6 +1,7 @@
-"""``verifiedsql bench spider | analytics | tiers | compare | stages | scope | scope-fit``: the command lines of
-the Spider accuracy harness, the project's analytics questions, the tier fit, runs side by side, each optional
-stage's effect, the out-of-scope question set and the scope check's fit."""
+"""``verifiedsql bench spider | analytics | tiers | calibrate | compare | stages | scope | scope-fit | verify``: the
+command lines of the Spider accuracy harness, the project's analytics questions, the tier fit, the calibrated
+confidence's fit, runs side by side, each optional stage's effect, the out-of-scope question set, the scope check's
+fit, and the replay of every committed run against the docs' figures."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def add_run_arguments(parser: argparse.ArgumentParser, written: str) -> None:
 
 
 def add_bench_commands(subparsers: Any) -> None:
-    """Register ``bench spider``, ``tiers``, ``compare``, ``stages`` and ``scope`` on the main parser's subparsers."""
+    """Register ``bench spider``, ``tiers``, ``compare``, ``stages``, ``scope``, ``scope-fit`` and ``verify`` on the
+    main parser's subparsers."""
     bench = subparsers.add_parser("bench", help="benchmarks (Spider accuracy)")
     commands = bench.add_subparsers(dest="bench_command", required=True)
     spider = commands.add_parser("spider", help="Spider dev execution accuracy per strategy")
@@ -91,6 +93,9 @@ def add_bench_commands(subparsers: Any) -> None:
                                               "how each strategy ends on them, on SQLite")
     add_scope_arguments(scope)
     scope.set_defaults(handler=run_scope_command)
+    from .verify import add_verify_command
+
+    add_verify_command(commands)
 
 
 def add_analytics_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""DPC: dual-paradigm selection on a minimal distinguishing database (papers/README: DPC, section 3 and
+"""DPC: dual-paradigm selection on a minimal distinguishing database (docs/papers.md: DPC, section 3 and
 appendices A.1-A.3).
 
 Options ``dpc``, ``dpc_votes``, ``dpc_margin``, ``mdd_max_rows``; report ``dpc``; stage

@@ -1,4 +1,4 @@
-"""PV-SQL: database probing and rule-checked repair (papers/README: PV-SQL, sections 4.1 to 4.3).
+"""PV-SQL: database probing and rule-checked repair (docs/papers.md: PV-SQL, sections 4.1 to 4.3).
 
 - Value grounding (``grounding.py``): option ``ground_values``; report ``value_matches``; stage ``ValueGrounding``.
 - Model probes (``probe.py``): options ``probe``, ``max_probes``, ``probe_timeout_s``; report ``probes`` and

@@ -1,4 +1,4 @@
-"""R3: reviewer agents, review-rebuttal-revision (papers/README: R3, section 3 and appendix A.6).
+"""R3: reviewer agents, review-rebuttal-revision (docs/papers.md: R3, section 3 and appendix A.6).
 
 Options ``review``, ``review_rounds``; report ``review``; stage ``PeerReviewStage`` (a pool stage) in
 ``review.py``; prompts in ``prompts.py``.

@@ -1,4 +1,4 @@
-"""ReFoRCE: schema compression, column exploration and consensus enforcement (papers/README: ReFoRCE,
+"""ReFoRCE: schema compression, column exploration and consensus enforcement (docs/papers.md: ReFoRCE,
 sections 3.2.1 to 3.2.3).
 
 - Schema compression (``compress.py``): options ``compress_schema``, ``prompt_budget_tokens``; report

@@ -1,4 +1,4 @@
-"""VET: verifiable execution tracing (papers/README: VET, sections 3.3 to 3.5).
+"""VET: verifiable execution tracing (docs/papers.md: VET, sections 3.3 to 3.5).
 
 Options ``vet``, ``vet_max_rows`` (and the trace's step limits); report ``trace``; stage
 ``ExecutionTracing`` (a pool stage) in ``stage.py``; the candidate tables and their rows in ``data.py``,
