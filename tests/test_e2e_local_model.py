@@ -61,7 +61,7 @@ def test_engine_answers_a_spider_question_with_the_local_model(concert_singer):
 def test_dbapi_question_with_the_local_model(concert_singer):
     import sqlite3
 
-    conn = verifiedsql.dbapi.connect(sqlite3.connect(concert_singer), local_model="0.5b", candidates=3)
+    conn = verifiedsql.dbapi.connect(sqlite3.connect(concert_singer), local_model="0.5b", candidates=1)
     cur = conn.cursor()
     cur.execute("What are the names of the stadiums with capacity above 5000?")
     rows = cur.fetchall()
@@ -83,9 +83,10 @@ def test_cli_prints_rows_and_a_summary(concert_singer):
 
 def test_probe_and_verify_with_the_local_model(concert_singer):
     """Probing and verify-and-repair run with the real model: probe calls are made and recorded, every
-    probe that ran is bounded, and the answer's SQL passed the EXPLAIN syntax check."""
+    probe that ran is bounded, and the answer's SQL passed the EXPLAIN syntax check. Replies are capped at 256
+    tokens: the small model's probe replies ramble, and each token costs a tenth of a second on 2 busy cores."""
     engine = verifiedsql.create_engine(f"sqlite:///{concert_singer}", local_model="0.5b", candidates=1,
-                                       probe=True, verify=True, max_probes=2)
+                                       probe=True, verify=True, max_probes=2, max_tokens=256)
     with engine.connect() as conn:
         result = conn.execute(verifiedsql.ask("How many singers do we have?"))
         rows = result.all()
@@ -100,10 +101,11 @@ def test_probe_and_verify_with_the_local_model(concert_singer):
 def test_execution_tracing_with_the_local_model(concert_singer):
     """VET with the real model: pandas steps are asked for at temperature 0 and run in the sandbox, and the
     trace ends in a recorded outcome; an accepted SQL matched the trace's output and joined the pool. Two steps of
-    one repair each are enough for this question, and the scope check (not under test here) stays off: on 2 busy
-    cores each of those calls can take minutes."""
+    one repair each are enough for this question, replies are capped at 256 tokens, the question at 150 s, and
+    the scope check (not under test here) stays off: on 2 busy cores each call can take minutes."""
     engine = verifiedsql.create_engine(f"sqlite:///{concert_singer}", local_model="0.5b", candidates=1, vet=True,
-                                       vet_steps=2, vet_step_repairs=1, scope_check=False)
+                                       vet_steps=2, vet_step_repairs=1, scope_check=False, max_tokens=256,
+                                       question_timeout_s=150)
     with engine.connect() as conn:
         result = conn.execute(verifiedsql.ask("How many singers do we have?"))
         rows = result.all()

@@ -14,7 +14,7 @@ from .report import CONFIDENCE_TIERS, Confidence
 CacheMode = Literal["off", "readwrite", "replay"]
 LOCAL_MODELS = ("1.5b", "0.5b")
 # The models (by the name they answer to) whose scope check was measured on Spider dev and the out-of-scope set
-# (README: Questions the data cannot answer): with its word matching it refused no right answer of either
+# (docs/benchmarks/scope-sqlite.md): with its word matching it refused no right answer of either
 # model's Spider runs. scope_check=None turns the check on for these only.
 SCOPE_CHECKED_MODELS = frozenset({"qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"})
 
@@ -104,12 +104,12 @@ class Options:
     max_tokens: int = 512
     ground_values: bool = False  # look question literals up in text columns; matches go into the prompt
     # repair a failing candidate on its AST from schema facts (columns, keys, types, dialect) before refinement
-    schema_repair: bool = True  # on by default: measured on Spider dev (README, Benchmarks)
+    schema_repair: bool = True  # on by default: measured on Spider dev (docs/benchmarks/stages.md)
     # prompt rules from the schema (date columns named, year columns named) instead of the dialect's fixed ones;
-    # off: on PostgreSQL greedy+repair got 35.9% EX with them and 43.6% without (39 Spider questions, README)
+    # off: on PostgreSQL greedy+repair got 35.9% EX with them and 43.6% without (39 Spider questions; docs/benchmarks)
     schema_hints: bool = False
     # a refinement after an unknown table or column also shows what the schema says about that name (off
-    # until measured: its refinement requests are new, see README, Benchmarks)
+    # until measured: its refinement requests are new, see docs/benchmarks/stages.md)
     schema_facts: bool = False
     # look each string or date literal a candidate compares with a column up in that column (stages/literals.py)
     check_literals: bool = True

@@ -112,7 +112,7 @@ def _share(value: float | None) -> str:
 
 
 def render(rows: list[StageRow]) -> str:
-    """The rows as the README's Markdown table."""
+    """The rows as a Markdown table, as the docs' stage tables show them."""
     lines = ["| stage | on top of | questions | EX change | verified precision | verified coverage | "
              "calls/q added | tokens/q added | model s/q added |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]

@@ -213,7 +213,7 @@ class LocalChatModel(OpenAIChatModel):
     says so (exit signal, what to do, the log's tail) instead of reporting a refused connection."""
 
     # The embedded server answers one request at a time: requests sent side by side only queue there, their
-    # timeouts running while they wait (measured: no faster; README, Speed).
+    # timeouts running while they wait (measured: no faster; docs/benchmarks/speed.md).
     max_concurrency = 1
     context_tokens = CONTEXT_TOKENS
 

@@ -28,7 +28,7 @@ NULL, whose SQL compares with a value the question does not name, or whose liter
 (``doubts``) counts as less than one vote when clusters are compared (``cluster.select_majority``).
 
 The tier follows from the evidence by ``TierRule.tier_of`` (its thresholds are fitted on one seeded half of
-Spider dev and reported on the other; see the README's Benchmarks):
+Spider dev and reported on the other; see docs/trust.md):
 - ``unverified``: nothing ran, the time ran out, or the answer reads no table;
 - ``verified``: at least ``verified_share`` of the candidates agree, and at least ``verified_agree`` of them,
   and no check is against it;
@@ -97,7 +97,7 @@ def _result(result: ResultSet) -> list[Evidence]:
 def _empty_aggregate(result: ResultSet, tree: exp.Expr | None) -> list[Evidence]:
     """Against an answer that is one row of aggregates, all zero or NULL: a ``COUNT`` over no rows reads like a
     count, but says that the filter matched nothing. (Not one of the vote's doubts: measured, weighing it in
-    the vote gained on the 0.5B model and lost on the 1.5B; README, Benchmarks.)"""
+    the vote gained on the 0.5B model and lost on the 1.5B; docs/benchmarks/stages.md.)"""
     if not isinstance(tree, exp.Select) or tree.args.get("group") or result.row_count != 1:
         return []
     outputs = [e.this if isinstance(e, exp.Alias) else e for e in tree.expressions]
@@ -224,7 +224,7 @@ def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[E
 class TierRule:
     """The rule from evidence to tier. ``verified`` needs at least ``verified_share`` of the candidates and
     at least ``verified_agree`` of them in agreement: three agreeing candidates of three are weaker evidence
-    than five of five (measured on the 1.5B model: 25 of 30 right against 20 of 20; README, Benchmarks), so
+    than five of five (measured on the 1.5B model: 25 of 30 right against 20 of 20; docs/benchmarks/speed.md), so
     an answer whose sampling stopped early (``adaptive``) or that had fewer candidates is at most probable."""
 
     verified_share: float = 1.0
