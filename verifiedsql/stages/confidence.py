@@ -29,15 +29,14 @@ def calibration_for(options: Options, model: str) -> Calibration | None:
 ConstraintCheck = Callable[[str, str, str], Evidence | None]
 
 
-def _evidence(ctx: QuestionContext, pool: Pool, timed_out: bool, stated: ConstraintCheck | None) -> list[Evidence]:
-    """Every check on the pool's answer, with the question's constraints checked on its SQL (no model call)
-    where ``verify`` did not already check them."""
-    found = gather_evidence(ctx, pool, timed_out=timed_out)
-    assert pool.selection is not None
-    if stated is not None and not ctx.options.verify:
-        checked = stated(ctx.question, pool.selection.representative.candidate.sql, ctx.database.profile.name)
-        found += [checked] if checked is not None else []
-    return found
+def _with_stated(ctx: QuestionContext, evidence: list[Evidence], sql: str,
+                 stated: ConstraintCheck | None) -> list[Evidence]:
+    """``evidence`` with the question's constraints checked on ``sql`` (no model call), where no stage
+    (``verify``, ``constraint_repair``) checked them already."""
+    if stated is None or any(e.check == "constraints" for e in evidence):
+        return evidence
+    checked = stated(ctx.question, sql, ctx.database.profile.name)
+    return [*evidence, checked] if checked is not None else evidence
 
 
 def first_features(ctx: QuestionContext, run: CandidateRun, stated: ConstraintCheck | None) -> dict[str, float]:
@@ -47,7 +46,7 @@ def first_features(ctx: QuestionContext, run: CandidateRun, stated: ConstraintCh
         return {}
     index = run.candidate.index
     alone = Pool([run], [], Selection(Cluster(0, [index], run.result.row_count), run, "unverified", "alone"))
-    evidence = _evidence(ctx, alone, False, stated)
+    evidence = _with_stated(ctx, gather_evidence(ctx, alone, timed_out=False), run.candidate.sql, stated)
     return answer_features([run.candidate], [index], run.candidate, evidence, DEFAULT_RULE.tier_of(evidence, 1.0, 1))
 
 
@@ -87,8 +86,8 @@ def apply_calibration(ctx: QuestionContext, pool: Pool, calibration: Calibration
     if not scored:
         report.notes.append("confidence from the vote alone: the model gave no token log-probabilities")
         return
-    evidence = _evidence(ctx, pool, report.timed_out, stated)
     chosen = pool.selection.representative.candidate
+    evidence = _with_stated(ctx, report.evidence, chosen.sql, stated)
     report.features = answer_features(runs, pool.selection.cluster.members, chosen, evidence, report.confidence)
     if pool.runs and pool.runs[0].candidate.index == 0:
         report.first_features = first_features(ctx, pool.runs[0], stated)
@@ -97,9 +96,11 @@ def apply_calibration(ctx: QuestionContext, pool: Pool, calibration: Calibration
         return
     report.evidence = evidence
     # the greedy candidate alone (the sure stop ended the drawing): its own fit, as the stop decided by
-    alone = len(pool.runs) == 1 and pool.runs[0].candidate.index == 0 and calibration.first is not None
-    model = calibration.first if alone and calibration.first is not None else calibration.pool
-    report.probability = round(model.probability(report.first_features if alone else report.features), 4)
+    alone = len(pool.runs) == 1 and pool.runs[0].candidate.index == 0
+    if alone and calibration.first is not None:
+        report.probability = round(calibration.first.probability(report.first_features), 4)
+    else:
+        report.probability = round(calibration.pool.probability(report.features), 4)
     tier = calibration.tier(report.probability, opposed(report.features))
     hard = any(e.check in HARD and e.verdict == "against" for e in evidence)
     report.confidence = "unverified" if hard or report.confidence == "unverified" else tier

@@ -213,12 +213,12 @@ class CandidateGenerator:
         report: VerificationReport,
         seen: Tried,
     ) -> CandidateRun:
+        candidate.certainty = certainty(reply, sql_of(reply), seen.dialect)
         if (shared := seen.ended(sql_of(reply))) is not None:  # the same SQL as an earlier candidate's
             report.notes.append(f"candidate {candidate.index}: the same SQL as candidate {shared.candidate.index}, "
                                 "whose outcome it shares (not run or refined again)")
-            candidate.certainty = certainty(reply, sql_of(reply), seen.dialect)
             return _adopted(candidate, shared, seen)
-        source = reply  # the reply that wrote the candidate's SQL (before any repair)
+        first, source = reply, reply  # the reply that wrote the candidate's SQL (before any repair)
         for attempt in range(self.options.max_refinements + 1):
             execution = self._execute_once(reply, seen)
             if self.options.schema_repair and _repairable(execution):
@@ -248,7 +248,8 @@ class CandidateGenerator:
                                     f"candidate {candidate.index}: the refinement returned SQL that already failed")
                 break
             candidate.sql, source = _shown(reply), reply
-        candidate.certainty = certainty(source, sql_of(source), seen.dialect)
+        if source is not first:  # a refinement wrote the SQL: the model's certainty is of that reply
+            candidate.certainty = certainty(source, sql_of(source), seen.dialect)
         run = CandidateRun(candidate, execution.result, execution.ordered)
         if execution.result is not None:
             candidate.row_count = execution.result.row_count
