@@ -56,23 +56,33 @@ def fit_logistic(rows: Sequence[dict[str, float]], labels: Sequence[bool], l2: f
 PENALTIES = (0.3, 1.0, 3.0, 10.0, 30.0)  # the L2 strengths the cross-validation chooses among
 
 
-def fit_cross_validated(rows: Sequence[dict[str, float]], labels: Sequence[bool], folds: int = 5) -> Logistic:
-    """``fit_logistic`` with the L2 strength of the least held-out log-loss over ``folds`` folds of the rows
-    (every fold-th row held out in turn), refitted on all of them."""
+def _fold(count: int, folds: int, fold: int) -> tuple[list[int], list[int]]:
+    """The indexes trained on and held out in ``fold`` (every ``folds``-th row held out)."""
+    return ([i for i in range(count) if i % folds != fold], list(range(fold, count, folds)))
+
+
+def choose_penalty(rows: Sequence[dict[str, float]], labels: Sequence[bool], folds: int = 5) -> float:
+    """The L2 strength of ``PENALTIES`` with the least held-out log-loss over ``folds`` folds of the rows (1.0
+    where the rows are too few, or all of one label)."""
     if len(rows) < 2 * folds or len(set(labels)) < 2:
-        return fit_logistic(rows, labels)
+        return 1.0
 
     def held_out_loss(l2: float) -> float:
         total = 0.0
         for fold in range(folds):
-            train = [i for i in range(len(rows)) if i % folds != fold]
+            train, held = _fold(len(rows), folds, fold)
             model = fit_logistic([rows[i] for i in train], [labels[i] for i in train], l2)
-            for i in range(fold, len(rows), folds):
+            for i in held:
                 p = min(max(model.probability(rows[i]), 1e-6), 1 - 1e-6)
                 total -= math.log(p if labels[i] else 1 - p)
         return total
 
-    return fit_logistic(rows, labels, min(PENALTIES, key=held_out_loss))
+    return min(PENALTIES, key=held_out_loss)
+
+
+def fit_cross_validated(rows: Sequence[dict[str, float]], labels: Sequence[bool], folds: int = 5) -> Logistic:
+    """``fit_logistic`` with the L2 strength ``choose_penalty`` picks, fitted on all the rows."""
+    return fit_logistic(rows, labels, choose_penalty(rows, labels, folds))
 
 
 def threshold(scored: Sequence[tuple[float, bool]], target: float, minimum: int = 5) -> float:
@@ -160,20 +170,34 @@ def choose_stop(records: Sequence[dict[str, Any]], calibration: Calibration, max
     return None
 
 
-def fit_calibration(records: Sequence[dict[str, Any]], model: str, max_ex_loss: float = 0.005) -> Calibration:
-    """The calibration fitted on ``records`` (one strategy's, one half)."""
+def fit_calibration(records: Sequence[dict[str, Any]], model: str, max_ex_loss: float = 0.005,
+                    folds: int = 5) -> Calibration:
+    """The calibration fitted on ``records`` (one strategy's, one half). The tiers' thresholds are chosen on
+    out-of-fold probabilities (each record scored by fits that did not see it), so that they are not set by
+    the fit's own optimism about the answers it learnt from."""
     answered = [r for r in records if _answered(r)]
-    pool = fit_cross_validated([r["features"] for r in answered], [bool(r.get("correct")) for r in answered])
-    alone = [r for r in answered if r.get("first_features")]
-    first = (fit_cross_validated([r["first_features"] for r in alone], [_first_correct(r) for r in alone])
-             if alone else None)
+    pool, first = _fits(answered)
     draft = Calibration(model, pool, first, {})
     stop = choose_stop(records, draft, max_ex_loss)
-    outcomes = [policy(r, draft, stop) for r in answered]
+    outcomes = []
+    for fold in range(folds if len(answered) >= 2 * folds else 1):
+        train, held = _fold(len(answered), folds, fold) if len(answered) >= 2 * folds else ([], [])
+        fold_pool, fold_first = _fits([answered[i] for i in train]) if train else (pool, first)
+        fold_draft = Calibration(model, fold_pool, fold_first, {})
+        outcomes += [policy(answered[i], fold_draft, stop) for i in (held or range(len(answered)))]
     thresholds = {tier: threshold([(o.probability, o.correct) for o in outcomes
                                    if not (o.opposed and tier == "verified")], target)
                   for tier, target in TARGETS.items()}
     return Calibration(model, pool, first, {k: round(v, 4) for k, v in thresholds.items() if math.isfinite(v)}, stop)
+
+
+def _fits(answered: Sequence[dict[str, Any]]) -> tuple[Logistic, Logistic | None]:
+    """The pool fit and the greedy-alone fit on answered records."""
+    pool = fit_cross_validated([r["features"] for r in answered], [bool(r.get("correct")) for r in answered])
+    alone = [r for r in answered if r.get("first_features")]
+    first = (fit_cross_validated([r["first_features"] for r in alone], [_first_correct(r) for r in alone])
+             if alone else None)
+    return pool, first
 
 
 def measure(records: Sequence[dict[str, Any]], calibration: Calibration, vote_rule: Callable[[dict[str, Any]], str],
