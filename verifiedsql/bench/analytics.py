@@ -34,7 +34,7 @@ from .loop import Progress, answer_all, print_progress
 from .metrics import summarize
 from .report import machine
 from .scoring import CandidateGrader, Gold, run_gold
-from .spider import DEFAULT_CACHE, DEFAULT_OUT, SpiderConfig, answer_one, file_name, shared_questions
+from .spider import RunSettings, SpiderConfig, answer_one, file_name, shared_questions
 
 DEFAULT_SET = Path("benchmarks/analytics")
 CLASSES = ("ratio", "percentage", "share", "growth", "date", "period", "top_share", "instruction", "distinct")
@@ -128,28 +128,19 @@ def load_generator(set_dir: Path) -> ModuleType:
 
 
 @dataclass
-class AnalyticsConfig:
+class AnalyticsConfig(RunSettings):
     """What to run: the set's questions (or the first ``n`` of their seeded order) with each strategy."""
 
+    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
     set_dir: Path = DEFAULT_SET
     engine: str = "sqlite"
     pg_url: str | None = None
     seed: int = 0  # the split's seed, and the order's
     n: int | None = None
-    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
-    cache_path: Path | None = DEFAULT_CACHE
-    replay: bool = False
-    model: str = "1.5b"
-    out_dir: Path = DEFAULT_OUT
-    options: dict[str, Any] = field(default_factory=dict)  # further Options values for every strategy
-    report_only: bool = False  # summarise the stored records; answer nothing
 
     def spider(self, data_dir: Path) -> SpiderConfig:
         """The Spider harness's configuration for the same engine, model, cache and strategies."""
-        return SpiderConfig(data_dir=data_dir, n=self.n, seed=self.seed, engine=self.engine, pg_url=self.pg_url,
-                            strategies=self.strategies, cache_path=self.cache_path, replay=self.replay,
-                            model=self.model, out_dir=self.out_dir, options=self.options,
-                            report_only=self.report_only)
+        return self.spider_config(data_dir, n=self.n, seed=self.seed, engine=self.engine, pg_url=self.pg_url)
 
     def run_name(self, model_name: str) -> str:
         """e.g. ``analytics-postgresql-qwen2.5-coder-1.5b``."""

@@ -35,7 +35,7 @@ from ..report import CONFIDENCE_TIERS, VerificationReport
 from .data import DEFAULT_DATA_DIR, sqlite_path
 from .loop import Progress, answer_all, print_progress
 from .report import machine
-from .spider import DEFAULT_CACHE, DEFAULT_OUT, SpiderConfig, file_name, report_fields
+from .spider import RunSettings, SpiderConfig, file_name, report_fields
 
 DEFAULT_QUESTIONS = Path("benchmarks/out_of_scope.json")
 KINDS = ("general-knowledge", "missing-table", "missing-column", "other-task")
@@ -74,25 +74,17 @@ def load_questions(path: Path) -> list[ScopeQuestion]:
 
 
 @dataclass
-class ScopeConfig:
+class ScopeConfig(RunSettings):
     """What to run: every question of the set (or the first ``n``) with each strategy, on SQLite."""
 
+    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
     questions_path: Path = DEFAULT_QUESTIONS
     data_dir: Path = DEFAULT_DATA_DIR
     n: int | None = None
-    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
-    cache_path: Path | None = DEFAULT_CACHE
-    replay: bool = False
-    model: str = "1.5b"
-    out_dir: Path = DEFAULT_OUT
-    options: dict[str, Any] = field(default_factory=dict)  # further Options values for every strategy
-    report_only: bool = False  # summarise the stored records; answer nothing
 
     def spider(self) -> SpiderConfig:
         """The Spider harness's configuration for the same model, cache, data and strategies (on SQLite)."""
-        return SpiderConfig(data_dir=self.data_dir, n=None, engine="sqlite", strategies=self.strategies,
-                            cache_path=self.cache_path, replay=self.replay, model=self.model, out_dir=self.out_dir,
-                            options=self.options, report_only=self.report_only)
+        return self.spider_config(self.data_dir, n=None, engine="sqlite")
 
     def run_name(self, model_name: str) -> str:
         """e.g. ``scope-sqlite-qwen2.5-coder-0.5b``."""

@@ -26,14 +26,10 @@ DEFAULT_CACHE = DEFAULT_OUT / "llm-cache.sqlite"
 
 
 @dataclass
-class SpiderConfig:
-    """What to run; the defaults are the issue's: 200 questions, SQLite, greedy vs self-consistency."""
+class RunSettings:
+    """What every harness (Spider, the out-of-scope set, the analytics set) is told alike: the strategies, the
+    record/replay cache, the model and where the outputs go."""
 
-    data_dir: Path = DEFAULT_DATA_DIR
-    n: int | None = 200  # None: every question
-    seed: int = 0
-    engine: str = "sqlite"
-    pg_url: str | None = None
     strategies: list[str] = field(default_factory=lambda: ["greedy", "self-consistency"])
     cache_path: Path | None = DEFAULT_CACHE
     replay: bool = False
@@ -41,6 +37,24 @@ class SpiderConfig:
     out_dir: Path = DEFAULT_OUT
     options: dict[str, Any] = field(default_factory=dict)  # further Options values for every strategy
     report_only: bool = False  # summarise the stored records; answer nothing
+
+    def spider_config(self, data_dir: Path, **where: Any) -> SpiderConfig:
+        """The Spider harness's configuration with these settings, over ``data_dir`` (``where``: its n, seed,
+        engine, pg_url)."""
+        return SpiderConfig(data_dir=data_dir, strategies=self.strategies, cache_path=self.cache_path,
+                            replay=self.replay, model=self.model, out_dir=self.out_dir, options=self.options,
+                            report_only=self.report_only, **where)
+
+
+@dataclass
+class SpiderConfig(RunSettings):
+    """What to run; the defaults are the issue's: 200 questions, SQLite, greedy vs self-consistency."""
+
+    data_dir: Path = DEFAULT_DATA_DIR
+    n: int | None = 200  # None: every question
+    seed: int = 0
+    engine: str = "sqlite"
+    pg_url: str | None = None
 
     def base_options(self) -> dict[str, Any]:
         values: dict[str, Any] = {"local_model": self.model, **self.options}
