@@ -202,15 +202,10 @@ def _leaks(outcome: Outcome, hostile: HostileModel, *secrets: str) -> list[str]:
 DEFAULT_SCHEMA = {"duckdb": "main", "postgresql": "public", "snowflake": "schema1"}
 
 
-@pytest.mark.parametrize("dialect", ["duckdb", "postgresql", "snowflake"])
-@pytest.mark.parametrize("reference", ["other.secrets", "{catalog}.other.secrets", "information_schema.tables"])
-def test_schema_is_a_boundary(dialect: str, reference: str, worlds: Worlds, hostile: HostileModel,
-                              other_schema: dict[str, str]) -> None:
-    table = reference.format(catalog=other_schema[dialect])
-    column = "token" if "secrets" in table else "table_name"
-    world = worlds(dialect).variant(hostile.url, schema=DEFAULT_SCHEMA[dialect])
+def _refused_outside_schema(world: World, hostile: HostileModel, sql: str) -> None:
+    """The model's ``sql`` is refused as outside the schema on every API, and no secret reaches the model."""
     try:
-        hostile.serve(f"SELECT CAST({column} AS INTEGER) FROM {table}")
+        hostile.serve(sql)
         for api in world.apis():
             outcome = world.ask(api, QUESTION)
             greedy = outcome.report.candidates[0]
@@ -218,6 +213,16 @@ def test_schema_is_a_boundary(dialect: str, reference: str, worlds: Worlds, host
             assert not _leaks(outcome, hostile, TOKEN)
     finally:
         world.close()
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "postgresql", "snowflake"])
+@pytest.mark.parametrize("reference", ["other.secrets", "{catalog}.other.secrets", "information_schema.tables"])
+def test_schema_is_a_boundary(dialect: str, reference: str, worlds: Worlds, hostile: HostileModel,
+                              other_schema: dict[str, str]) -> None:
+    table = reference.format(catalog=other_schema[dialect])
+    column = "token" if "secrets" in table else "table_name"
+    world = worlds(dialect).variant(hostile.url, schema=DEFAULT_SCHEMA[dialect])
+    _refused_outside_schema(world, hostile, f"SELECT CAST({column} AS INTEGER) FROM {table}")
 
 
 def test_the_schemas_own_tables_still_answer(worlds: Worlds, hostile: HostileModel) -> None:
@@ -278,15 +283,7 @@ def test_a_schema_of_another_case_is_outside_the_boundary_for_each_layer(case_sc
 
 def test_a_schema_of_another_case_never_reaches_the_model(case_schemas: World, hostile: HostileModel) -> None:
     world = case_schemas.variant(hostile.url, schema="s1")
-    try:
-        hostile.serve(CASE_ESCAPE)
-        for api in world.apis():
-            outcome = world.ask(api, QUESTION)
-            greedy = outcome.report.candidates[0]
-            assert greedy.status == "unsafe" and "outside schema" in (greedy.error or ""), greedy.error
-            assert not _leaks(outcome, hostile, TOKEN)
-    finally:
-        world.close()
+    _refused_outside_schema(world, hostile, CASE_ESCAPE)
 
 
 def test_the_postgresql_engine_guard_holds_the_boundary_alone(worlds: Worlds, other_schema: dict[str, str]) -> None:
