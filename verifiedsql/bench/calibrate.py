@@ -173,31 +173,44 @@ def choose_stop(records: Sequence[dict[str, Any]], calibration: Calibration, max
 def fit_calibration(records: Sequence[dict[str, Any]], model: str, max_ex_loss: float = 0.005,
                     folds: int = 5) -> Calibration:
     """The calibration fitted on ``records`` (one strategy's, one half). The tiers' thresholds are chosen on
-    out-of-fold probabilities (each record scored by fits that did not see it), so that they are not set by
-    the fit's own optimism about the answers it learnt from."""
+    out-of-fold probabilities (each record scored by fits, with the same penalties, that did not see it), so that
+    they are not set by the fit's own optimism about the answers it learnt from."""
     answered = [r for r in records if _answered(r)]
-    pool, first = _fits(answered)
+    pool_rows, first_rows = _rows(answered)
+    penalties = (choose_penalty(*pool_rows, folds), choose_penalty(*first_rows, folds) if first_rows[0] else None)
+    pool, first = _fits(answered, penalties)
     draft = Calibration(model, pool, first, {})
     stop = choose_stop(records, draft, max_ex_loss)
     outcomes = []
-    for fold in range(folds if len(answered) >= 2 * folds else 1):
-        train, held = _fold(len(answered), folds, fold) if len(answered) >= 2 * folds else ([], [])
-        fold_pool, fold_first = _fits([answered[i] for i in train]) if train else (pool, first)
-        fold_draft = Calibration(model, fold_pool, fold_first, {})
-        outcomes += [policy(answered[i], fold_draft, stop) for i in (held or range(len(answered)))]
+    if len(answered) >= 2 * folds:
+        for fold in range(folds):
+            train, held = _fold(len(answered), folds, fold)
+            fold_pool, fold_first = _fits([answered[i] for i in train], penalties)
+            outcomes += [policy(answered[i], Calibration(model, fold_pool, fold_first, {}), stop) for i in held]
+    else:
+        outcomes = [policy(r, draft, stop) for r in answered]
     thresholds = {tier: threshold([(o.probability, o.correct) for o in outcomes
                                    if not (o.opposed and tier == "verified")], target)
                   for tier, target in TARGETS.items()}
     return Calibration(model, pool, first, {k: round(v, 4) for k, v in thresholds.items() if math.isfinite(v)}, stop)
 
 
-def _fits(answered: Sequence[dict[str, Any]]) -> tuple[Logistic, Logistic | None]:
-    """The pool fit and the greedy-alone fit on answered records."""
-    pool = fit_cross_validated([r["features"] for r in answered], [bool(r.get("correct")) for r in answered])
+Rows = tuple[list[dict[str, float]], list[bool]]
+
+
+def _rows(answered: Sequence[dict[str, Any]]) -> tuple[Rows, Rows]:
+    """(features, right) of the chosen answers, and of the greedy candidates alone where recorded."""
     alone = [r for r in answered if r.get("first_features")]
-    first = (fit_cross_validated([r["first_features"] for r in alone], [_first_correct(r) for r in alone])
-             if alone else None)
-    return pool, first
+    return (([r["features"] for r in answered], [bool(r.get("correct")) for r in answered]),
+            ([r["first_features"] for r in alone], [_first_correct(r) for r in alone]))
+
+
+def _fits(answered: Sequence[dict[str, Any]], penalties: tuple[float, float | None]) -> tuple[Logistic,
+                                                                                              Logistic | None]:
+    """The pool fit and the greedy-alone fit on answered records, with the given L2 strengths."""
+    pool_rows, first_rows = _rows(answered)
+    first = fit_logistic(*first_rows, penalties[1]) if first_rows[0] and penalties[1] is not None else None
+    return fit_logistic(*pool_rows, penalties[0]), first
 
 
 def measure(records: Sequence[dict[str, Any]], calibration: Calibration, vote_rule: Callable[[dict[str, Any]], str],
