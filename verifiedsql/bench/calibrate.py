@@ -270,7 +270,7 @@ def calibrate(records: Sequence[dict[str, Any]], strategy: str, model: str, seed
     reported = [r for r in chosen if r["id"] in report_ids]
     calibration = fit_calibration(fitted_on, model, max_ex_loss)
     rule = fit(fitted_on)
-    figures = {"strategy": strategy, "seed": seed, "fit_questions": len(fit_ids),
+    figures = {"model": model, "strategy": strategy, "seed": seed, "fit_questions": len(fit_ids),
                "report_questions": len(report_ids), "thresholds": calibration.thresholds, "stop": calibration.stop,
                **measure(reported, calibration, lambda r: _tier(r, rule))}
     return Calibration(model, calibration.pool, calibration.first, calibration.thresholds, calibration.stop,
@@ -293,5 +293,19 @@ def render(figures: dict[str, Any]) -> str:
               f"AURC {figures['aurc']:.4f} (vote-based rule {figures['aurc_vote']:.4f}); EX {percent(figures['ex'])} "
               f"({percent(figures['ex_without_stop'])} without the stop); calls per question "
               f"{figures['calls_per_question']} ({figures['calls_without_stop']} without; stopped on "
-              f"{figures['stopped']})"]
+              f"{figures['stopped']})", "", "the row of docs/benchmarks/calibration.md:", table_row(figures)]
     return "\n".join(lines)
+
+
+def table_row(figures: dict[str, Any]) -> str:
+    """One split's figures as the docs' table row: model, seed, calibrated and vote-rule ``verified``
+    (precision / coverage), AURC (calibrated / vote rule), EX and model calls per question (with the stop /
+    without)."""
+    percent = lambda value: "none" if value is None else f"{100 * value:.1f}%"  # noqa: E731
+    verified, vote = figures["tiers"]["verified"], figures["vote_verified"]
+    vote_precision = vote["right"] / vote["answers"] if vote["answers"] else None
+    return (f"| {figures['model']} | {figures['seed']} | {percent(verified['precision'])} / "
+            f"{percent(verified['coverage'])} | {percent(vote_precision)} / {percent(vote['coverage'])} | "
+            f"{figures['aurc']:.4f} / {figures['aurc_vote']:.4f} | {percent(figures['ex'])} / "
+            f"{percent(figures['ex_without_stop'])} | {figures['calls_per_question']:.2f} / "
+            f"{figures['calls_without_stop']:.2f} |")

@@ -137,6 +137,9 @@ TIER_TABLES = {
                                         "questions):"),
     "1.5b": ("self-consistency+repair+literals", "five candidates in agreement:"),
 }
+# the calibrated confidence (bench calibrate), on the stages replays: run of STAGES_RUNS -> the seeds of its rows
+CALIBRATION_PAGE = "calibration.md"
+CALIBRATION_SEEDS = {"0.5b": (0, 1, 2)}
 # cache folder of EXPECTED -> (the strategy rated, the words above its tier table on the run's page)
 OTHER_ENGINE_TIERS = {"spider-postgresql-0.5b-n200": ("default", "The tiers of `default` on PostgreSQL")}
 # cache folder of EXPECTED -> (the strategy rated, the words above its table): the library's tier rule as it is
@@ -539,6 +542,18 @@ def check_tier_table(run: str) -> Callable[[Docs, Replays], None]:
     return run_check
 
 
+def check_calibration_table(run: str) -> Callable[[Docs, Replays], None]:
+    def run_check(docs: Docs, replays: Replays) -> None:
+        from .calibrate import calibrate, table_row
+
+        records = load_jsonl(replays.stages(run).records())
+        model = next(str(r["model"]) for r in records if r.get("model"))
+        printed = [table_row(calibrate(records, "default", model, seed)[1]) for seed in CALIBRATION_SEEDS[run]]
+        stated = [line for line in docs.page(CALIBRATION_PAGE).splitlines() if line.startswith(f"| {model} |")]
+        expect(printed and stated == printed, (stated, printed))
+    return run_check
+
+
 def check_other_engine_tiers(name: str) -> Callable[[Docs, Replays], None]:
     def run(docs: Docs, replays: Replays) -> None:
         strategy, lead_in = OTHER_ENGINE_TIERS[name]
@@ -589,6 +604,7 @@ def checks() -> list[Check]:
               for run in STAGES_RUNS]
     found += [Check(f"tier table {run}", check_tier_table(run)) for run in TIER_TABLES]
     found += [Check(f"tier table {name}", check_other_engine_tiers(name)) for name in OTHER_ENGINE_TIERS]
+    found += [Check(f"calibration table {run}", check_calibration_table(run)) for run in CALIBRATION_SEEDS]
     found += [Check(f"library rule tiers {name}", check_library_rule_tiers(name)) for name in LIBRARY_RULE_TIERS]
     found += [Check(f"scope table {name}", check_scope_table(name)) for name in SCOPE_RUNS]
     found += [Check("scope check in scope, and its fit", check_scope_in_scope_and_fit),
