@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from ...schema import Column, ForeignKey, Schema, Table, reserved_words
+from ...db.schema import Column, ForeignKey, Schema, Table, reserved_words
 
 
 class Catalog:

@@ -7,7 +7,7 @@ import datetime as dt
 import re
 from typing import Any, Literal
 
-from ...schema import Column
+from ...db.schema import Column
 from .frames import column_kind
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
 
-from ...schema import Table
+from ...db.schema import Table
 from ..common.catalog import Source
 from ..common.catalog import has as _has
 from ..common.catalog import sources as _sources

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from ...schema import Schema
+from ...db.schema import Schema
 from ..common.catalog import Catalog
 from .planner import plan
 from .problems import COMPARISONS, READ_ERRORS

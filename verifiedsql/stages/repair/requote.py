@@ -21,7 +21,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
-from ...schema import reserved_words
+from ...db.schema import reserved_words
 from ..common.catalog import Catalog
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

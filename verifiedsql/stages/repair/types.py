@@ -10,7 +10,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope
 
-from ...schema import Column
+from ...db.schema import Column
 from ..common.catalog import has as _has
 from ..common.catalog import own_nodes as _own_nodes
 from ..common.catalog import sources as _sources
