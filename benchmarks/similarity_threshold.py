@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from verifiedsql.bench.data import DEFAULT_DATA_DIR
-from verifiedsql.similarity import DEFAULT_THRESHOLD, offline_similarity
+from verifiedsql.stages.vet.similarity import DEFAULT_THRESHOLD, offline_similarity
 
 
 def main() -> int:

@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/sql_or_question.py --misread  # also list every text read the wrong way
 
 The corpus is tests/hostile/data/statements.toml (valid statements per engine, malformed statements per
-engine, and plain questions for every engine). Each text is read by ``verifiedsql.statements.classify``,
+engine, and plain questions for every engine). Each text is read by ``verifiedsql.guard.statements.classify``,
 the function ``Cursor.execute`` calls in ``mode="auto"``: ``sql`` runs on the driver, ``question`` goes to
 the model, ``malformed`` raises ``verifiedsql.dbapi.ProgrammingError``. Nothing runs and no model is
 called: the readings need no database (each engine's parser works offline) and no network.
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from verifiedsql import backends  # noqa: E402
-from verifiedsql.statements import classify  # noqa: E402
+from verifiedsql.guard.statements import classify  # noqa: E402
 
 CORPUS = ROOT / "tests" / "hostile" / "data" / "statements.toml"
 ENGINES = backends.names()  # every registered engine (verifiedsql/backends/)

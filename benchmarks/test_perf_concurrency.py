@@ -62,11 +62,11 @@ def test_concurrent_candidates_embedded(benchmark: Any, tmp_path: Path) -> None:
     import pytest
 
     from verifiedsql.config import Options
-    from verifiedsql.database import Database
+    from verifiedsql.db.database import Database
+    from verifiedsql.db.schema import render_schema
     from verifiedsql.llm import MODELS, OpenAIChatModel, chat_model_for, model_home
     from verifiedsql.llm.base import ChatRequest
     from verifiedsql.llm.prompts import generation_messages
-    from verifiedsql.schema import render_schema
     from verifiedsql.stages.calls import send_all
 
     if not (model_home() / "models" / MODELS["0.5b"].filename).exists():

@@ -8,8 +8,8 @@ import pytest
 
 from verifiedsql.report import Candidate
 from verifiedsql.results import ResultSet, results_equivalent
-from verifiedsql.softf1 import bipartite_soft_f1
 from verifiedsql.stages.cluster import cluster_runs
+from verifiedsql.stages.dpc.softf1 import bipartite_soft_f1
 from verifiedsql.stages.generate import CandidateRun
 
 COLUMNS = ("id", "name", "amount", "bucket", "day")

@@ -2,9 +2,9 @@
 (``render_schema``), and the sample values of the tables a compressed prompt shows
 (``Database.with_samples``), for synthetic schemas of 10, 500 and 5,000 tables x 20 columns.
 
-Reflection reads the catalog in a few statements (``verifiedsql.catalog_reflect``). Up to
+Reflection reads the catalog in a few statements (``verifiedsql.db.catalog_reflect``). Up to
 ``EAGER_SAMPLE_TABLES`` tables it also samples every table (the 10-table case); beyond, samples are read
-when a prompt shows a table (a batch of tables per statement: ``verifiedsql.samples``), which the last group
+when a prompt shows a table (a batch of tables per statement: ``verifiedsql.db.samples``), which the last group
 measures for 20 tables of the 5,000. The first question at scale is ``test_perf_scale.py``.
 
 PostgreSQL runs on a throw-away server, started as for the test suite (``tests/pg_server.py``; skipped
@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 from pg_server import throwaway_postgres  # noqa: E402
 
 from verifiedsql.config import Options  # noqa: E402
-from verifiedsql.database import Database  # noqa: E402
-from verifiedsql.schema import Column, ForeignKey, Schema, Table, render_schema  # noqa: E402
+from verifiedsql.db.database import Database  # noqa: E402
+from verifiedsql.db.schema import Column, ForeignKey, Schema, Table, render_schema  # noqa: E402
 
 SIZES = [10, 500, 5_000]
 COLUMNS = 20

@@ -10,8 +10,8 @@ from typing import Any
 import sqlalchemy as sa
 
 import verifiedsql
-from verifiedsql.database import Database
-from verifiedsql.deadline import Deadline
+from verifiedsql.db.database import Database
+from verifiedsql.guard.deadline import Deadline
 from verifiedsql.llm.base import ChatModel, ChatRequest, ChatResponse, TokenScores
 from verifiedsql.report import VerificationReport
 from verifiedsql.stages.context import QuestionContext

@@ -14,10 +14,11 @@ import sqlalchemy as sa
 from backends import DIALECTS
 
 import verifiedsql.dbapi as dbapi
-from verifiedsql import backends, readonly, statements, transactions
+from verifiedsql import backends
 from verifiedsql.backends import Backend, TestConfig, backend_for, backend_for_driver
 from verifiedsql.bench import engines as bench_engines
 from verifiedsql.errors import ConfigurationError, UnknownBackendError
+from verifiedsql.guard import readonly, statements, transactions
 from verifiedsql.profiles import all_profiles
 
 KNOWN = {"sqlite", "duckdb", "postgresql", "snowflake"}

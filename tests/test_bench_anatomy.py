@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 from verifiedsql.bench.anatomy import anatomy, error_class, outcome_of
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.errors import QueryError, QueryTimeoutError, UnsafeSQLError
 
 # class -> SQL over the shop tables that each engine rejects for that reason (None: the engine accepts it)

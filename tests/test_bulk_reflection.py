@@ -1,4 +1,4 @@
-"""Bulk reflection (``verifiedsql.catalog_reflect``) on all four engines, and lazy sample values.
+"""Bulk reflection (``verifiedsql.db.catalog_reflect``) on all four engines, and lazy sample values.
 
 On each engine, a schema with single and composite primary keys, composite foreign keys, odd names
 (spaces, a doubled quote, mixed case, a reserved word), several types, a view (never reflected, as
@@ -24,11 +24,11 @@ import pytest
 import sqlalchemy as sa
 from backends import DIALECTS
 
-import verifiedsql.database as database_module
+import verifiedsql.db.database as database_module
 from verifiedsql.backends import backend_for
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
-from verifiedsql.schema import Schema, render_schema
+from verifiedsql.db.database import Database
+from verifiedsql.db.schema import Schema, render_schema
 from verifiedsql.stages.reforce.compress import compress_schema
 
 pytestmark = pytest.mark.filterwarnings("ignore:verifiedsql could not reflect foreign keys")
@@ -312,7 +312,7 @@ def test_a_large_schema_is_sampled_per_table_on_first_need(engine_factory, monke
 def test_lazy_samples_keep_to_the_questions_deadline(engine_factory, monkeypatch: pytest.MonkeyPatch) -> None:
     """With a question's deadline spent, no table is read and none is remembered as read: a later question
     with time left reads them. Each read gets at most the time left."""
-    from verifiedsql.deadline import Deadline
+    from verifiedsql.guard.deadline import Deadline
 
     engine = filled(engine_factory("sqlite"), ["alpha", "beta", "gamma"])
     monkeypatch.setattr(database_module, "EAGER_SAMPLE_TABLES", 1)

@@ -13,12 +13,12 @@ from fakes import ScriptedChatModel, fenced
 
 from verifiedsql.bench.strategies import strategy_options
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
+from verifiedsql.db.schema import Column, ForeignKey, Schema, Table, render_schema
 from verifiedsql.errors import ConfigurationError, LLMError, PromptTooLongError
 from verifiedsql.llm.prompts import generation_messages
 from verifiedsql.profiles import profile_for
 from verifiedsql.report import VerificationReport
-from verifiedsql.schema import Column, ForeignKey, Schema, Table, render_schema
 from verifiedsql.stages.common.grouping import render_group
 from verifiedsql.stages.reforce.compress import compress_schema, estimate_tokens, group_tables
 

@@ -16,9 +16,9 @@ from fakes import fenced, purposes
 import verifiedsql
 from verifiedsql.bench.strategies import strategy_options
 from verifiedsql.config import Options
+from verifiedsql.guard.sandbox import Sandbox
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.profiles import profile_for
-from verifiedsql.sandbox import Sandbox
 from verifiedsql.stages.common.probes import PROBE_LIMIT
 from verifiedsql.stages.reforce.consensus import is_tie
 from verifiedsql.stages.reforce.explore import (

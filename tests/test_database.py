@@ -4,7 +4,7 @@ The safety matrix runs every dangerous statement twice: through the statement gu
 with ``guard=False`` so that only the engine guard (layer 2) stands between it and the data. Both must
 refuse it with ``UnsafeSQLError``; the data checksum must not change and no file may appear.
 
-Known limitations (see ``verifiedsql/readonly.py``): fakesnow honours neither
+Known limitations (see ``verifiedsql/guard/readonly.py``): fakesnow honours neither
 ``STATEMENT_TIMEOUT_IN_SECONDS`` nor the connector's ``timeout=``, so the Snowflake timeout is not
 tested; fakesnow's ``SHOW IMPORTED KEYS`` breaks snowflake-sqlalchemy's foreign-key reflection, so
 Snowflake foreign keys are not checked; Snowflake's layer 2 statement check reuses the sqlglot guard.
@@ -23,9 +23,9 @@ import sqlalchemy as sa
 from backends import COUNTRIES, checksum, load_shop
 
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
+from verifiedsql.db.schema import render_schema
 from verifiedsql.errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError
-from verifiedsql.schema import render_schema
 
 
 def options(**values) -> Options:
@@ -138,7 +138,7 @@ SLOW = {
 def test_timeout(shop_engine: sa.Engine) -> None:
     name = shop_engine.dialect.name
     if name not in SLOW:
-        pytest.skip("fakesnow ignores STATEMENT_TIMEOUT_IN_SECONDS and timeout= (verifiedsql/readonly.py)")
+        pytest.skip("fakesnow ignores STATEMENT_TIMEOUT_IN_SECONDS and timeout= (verifiedsql/guard/readonly.py)")
     db = Database(shop_engine, options(statement_timeout_s=0.5))
     with pytest.raises(QueryTimeoutError):
         db.run_query(SLOW[name])
@@ -257,8 +257,8 @@ def test_engine_settings_restored(engine_factory) -> None:
 def test_postgres_open_transaction_is_refused(postgres_url: str) -> None:
     import psycopg
 
+    from verifiedsql.guard.readonly import postgresql
     from verifiedsql.profiles import profile_for
-    from verifiedsql.readonly import postgresql
 
     url = sa.make_url(postgres_url)
     with psycopg.connect(host=url.host, port=url.port, user=url.username, dbname=url.database) as raw:
@@ -288,8 +288,8 @@ def test_postgres_autocommit_connection(engine_factory) -> None:
     """A wrapped autocommit connection gets ``BEGIN READ ONLY`` and is left idle and autocommit."""
     import psycopg
 
+    from verifiedsql.guard.readonly import postgresql
     from verifiedsql.profiles import profile_for
-    from verifiedsql.readonly import postgresql
 
     engine = load_shop(engine_factory("postgresql"))
     url = engine.url
@@ -306,7 +306,7 @@ def test_postgres_autocommit_connection(engine_factory) -> None:
 
 
 def test_reflect_samples_in_one_query_per_batch_of_tables(shop_engine: sa.Engine, monkeypatch) -> None:
-    """Both tables are read by one UNION ALL (``verifiedsql.samples``), each scanning its first 1,000 rows."""
+    """Both tables are read by one UNION ALL (``verifiedsql.db.samples``), each scanning its first 1,000 rows."""
     db = Database(shop_engine, options(sample_values=3))
     statements: list[str] = []
     run_on = Database._run_on
@@ -324,7 +324,7 @@ def test_reflect_samples_in_one_query_per_batch_of_tables(shop_engine: sa.Engine
 
 
 def test_distinct_samples_handle_unhashable_values() -> None:
-    from verifiedsql.samples import distinct_values as _distinct_values
+    from verifiedsql.db.samples import distinct_values as _distinct_values
 
     values = [None, [1], [1], {"a": 1}, 2, 2, 2.0, "x", {"a": 1}, [2]]
     assert _distinct_values(values, 10) == [[1], {"a": 1}, 2, "x", [2]]

@@ -9,8 +9,8 @@ import sqlalchemy as sa
 from backends import checksum, load_shop
 from fakes import fenced
 
+from verifiedsql.guard.sandbox import Sandbox
 from verifiedsql.llm.base import ChatRequest
-from verifiedsql.sandbox import Sandbox
 from verifiedsql.stages.dpc.stage import contenders
 
 QUESTION = "How many different countries do our customers come from?"

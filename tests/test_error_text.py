@@ -12,9 +12,9 @@ import pytest
 from fakes import ScriptedChatModel, ask, context, fenced
 
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
-from verifiedsql.echo import unwrapped
+from verifiedsql.db.database import Database
 from verifiedsql.errors import NoAnswerError
+from verifiedsql.guard.echo import unwrapped
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.stages.generate import execute_candidate
 

@@ -8,7 +8,7 @@ from backends import checksum
 from fakes import context
 
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.errors import QueryError, QueryTimeoutError, UnsafeSQLError
 from verifiedsql.stages.generate import execute_candidate
 

@@ -7,7 +7,7 @@ from backends import checksum
 from fakes import ask, context, fenced
 
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.stages.common.catalog import Catalog
 from verifiedsql.stages.pvsql.grounding import (
     ground_values,

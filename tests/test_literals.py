@@ -18,7 +18,7 @@ from fakes import ScriptedChatModel, ask, by_seed, context, fenced
 
 from verifiedsql.bench.strategies import strategy_options
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.report import Candidate, VerificationReport
 from verifiedsql.stages.generate import CandidateRun, execute_candidate
 from verifiedsql.stages.literals import MAX_LITERALS, MIN_LEFT_S, LiteralChecker

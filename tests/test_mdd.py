@@ -13,14 +13,14 @@ import pytest
 from backends import DIALECTS, load_shop, make_engine
 
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
-from verifiedsql.softf1 import bipartite_soft_f1, normalize_cell
+from verifiedsql.db.database import Database
 from verifiedsql.stages.common.scratch import open_scratch
 from verifiedsql.stages.common.slicer import scratch_dialect_for, slice_schema
 from verifiedsql.stages.common.slices import SchemaSlice
 from verifiedsql.stages.dpc import mdd as mdd_module
 from verifiedsql.stages.dpc.data import DISTINGUISHED_BELOW, MDD
 from verifiedsql.stages.dpc.mdd import _Builder, _column_values, _literals, find_mdd
+from verifiedsql.stages.dpc.softf1 import bipartite_soft_f1, normalize_cell
 
 pytestmark = pytest.mark.filterwarnings("ignore:verifiedsql could not reflect foreign keys")
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from fakes import ScriptedChatModel
 
+from verifiedsql.db.schema import Column, ForeignKey, Table
 from verifiedsql.errors import LLMError, QueryError
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.llm.replies import extract_json_object
 from verifiedsql.report import VerificationReport
 from verifiedsql.results import ResultSet
-from verifiedsql.schema import Column, ForeignKey, Table
 from verifiedsql.stages.common.frames import column_kind
 from verifiedsql.stages.common.slices import Rows, SchemaSlice
 from verifiedsql.stages.dpc.mdd_model import (

@@ -1,7 +1,7 @@
+from verifiedsql.db.schema import Column, Table, render_table
 from verifiedsql.llm.prompts import generation_messages, refinement_messages
 from verifiedsql.llm.replies import extract_sql
 from verifiedsql.profiles import profile_for
-from verifiedsql.schema import Column, Table, render_table
 
 
 def test_extracts_fenced_sql():

@@ -14,7 +14,7 @@ from backends import load_shop
 from fakes import ScriptedChatModel, fenced
 
 import verifiedsql
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.errors import QuestionTimeoutError
 from verifiedsql.stages.dpc import mdd
 

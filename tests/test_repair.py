@@ -14,8 +14,8 @@ import pytest
 import sqlalchemy as sa
 from fakes import ScriptedChatModel, ask, fenced
 
+from verifiedsql.db.schema import Column, ForeignKey, Schema, Table
 from verifiedsql.report import VerificationReport
-from verifiedsql.schema import Column, ForeignKey, Schema, Table
 from verifiedsql.stages.repair import proposals
 
 QUESTION = "A question the model answers with broken SQL?"

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from fakes import ScriptedChatModel, ask, fenced
 
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.errors import NoAnswerError
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.stages.generate import sql_key

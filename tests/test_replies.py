@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from verifiedsql.db.schema import Column, ForeignKey, Table
 from verifiedsql.llm.base import messages
 from verifiedsql.llm.replies import (
     ERROR_TAIL_CHARS,
@@ -33,7 +34,6 @@ from verifiedsql.llm.rows import (
     render_previews,
     render_rows,
 )
-from verifiedsql.schema import Column, ForeignKey, Table
 
 # ------------------------------------------------------------------------------------------ fences
 

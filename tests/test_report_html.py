@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from backends import load_shop
 from fakes import fenced
 
+from verifiedsql.guard.sandbox import Sandbox
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.report import (
     Consensus,
@@ -32,7 +33,6 @@ from verifiedsql.report import (
     VerificationReport,
 )
 from verifiedsql.report_html import ROOT_CLASS
-from verifiedsql.sandbox import Sandbox
 
 ROOT = Path(__file__).parents[1]
 QUESTION = "How many different countries do our customers come from?"

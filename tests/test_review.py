@@ -198,7 +198,7 @@ def test_unsafe_revisions_are_refused_by_both_layers(shop_url, layer, monkeypatc
     if layer == "engine":  # take the statement guard away: the engine guard must hold on its own
         monkeypatch.setattr("verifiedsql.stages.generate.parse_one_query",  # a parse with no safety check
                             lambda sql, profile: sqlglot.parse_one(sql, read=profile.sqlglot_dialect))
-        monkeypatch.setattr("verifiedsql.database.check_query", lambda sql, profile, *_, **__: None)
+        monkeypatch.setattr("verifiedsql.db.database.check_query", lambda sql, profile, *_, **__: None)
     engine = sa.create_engine(shop_url)
     before = checksum(engine)
     rows, report, _ = ask(shop_url, script(WRONG, lambda r: ISSUES, [fenced("DELETE FROM customers")]),

@@ -14,7 +14,7 @@ from fakes import ScriptedChatModel, fenced
 from verifiedsql.bench.analytics import load_generator
 from verifiedsql.bench.engines import open_target
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.pipeline import Answer, Pipeline
 from verifiedsql.results import ResultSet, results_equivalent
 

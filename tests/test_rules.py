@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from verifiedsql.schema import Column, Schema, Table
+from verifiedsql.db.schema import Column, Schema, Table
 from verifiedsql.stages.pvsql.rules import Env, Rules, problems, read_rules, repair
 
 SCHEMA = Schema((

@@ -1,4 +1,4 @@
-"""Sample values in bulk (``verifiedsql.samples``) and the reuse of SQLite read-only connections (issue 34).
+"""Sample values in bulk (``verifiedsql.db.samples``) and the reuse of SQLite read-only connections (issue 34).
 
 A batch of tables read in one ``UNION ALL`` gives each table the samples a query of its own gives (same
 values, same types, same order), on every engine; a batch the engine rejects is read one table at a time;
@@ -14,11 +14,11 @@ import sqlalchemy as sa
 from fakes import ScriptedChatModel, fenced
 
 import verifiedsql
-import verifiedsql.bounded as bounded
-from verifiedsql import samples
+import verifiedsql.guard.bounded as bounded
 from verifiedsql.config import Options
-from verifiedsql.database import Database
-from verifiedsql.schema import Column, Table
+from verifiedsql.db import samples
+from verifiedsql.db.database import Database
+from verifiedsql.db.schema import Column, Table
 
 
 def options(**overrides: Any) -> Options:
@@ -89,7 +89,7 @@ def test_a_schema_beyond_every_window_is_compressed_before_the_first_call(tmp_pa
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """With a model whose window is unknown, a schema no window could hold (here: over 400 characters) is
     compressed before the first call, and only the tables its text shows are sampled."""
-    import verifiedsql.database as database_module
+    import verifiedsql.db.database as database_module
     import verifiedsql.stages.context as context_module
 
     names = ["orders", "customers", "invoices", "shipments", "products", "suppliers", "warehouses", "returns"]

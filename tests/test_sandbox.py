@@ -17,9 +17,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from verifiedsql import sandbox as sandbox_module
 from verifiedsql.errors import SandboxUnavailableError
-from verifiedsql.sandbox import Sandbox, SandboxResult
+from verifiedsql.guard import sandbox as sandbox_module
+from verifiedsql.guard.sandbox import Sandbox, SandboxResult
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None,

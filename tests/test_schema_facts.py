@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from fakes import ScriptedChatModel, ask, fenced
 
 from verifiedsql.config import Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.llm.prompts import REFINE_USER, refinement_messages
 from verifiedsql.profiles import profile_for
 from verifiedsql.stages.schema_facts import schema_facts

@@ -7,10 +7,10 @@ import sqlalchemy as sa
 from fakes import context
 
 from verifiedsql.config import Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
+from verifiedsql.db.schema import Column, Schema, Table
 from verifiedsql.llm.prompts import generation_messages
 from verifiedsql.profiles import profile_for
-from verifiedsql.schema import Column, Schema, Table
 from verifiedsql.stages.common.hints import prompt_profile, schema_hints
 
 POSTGRES = profile_for("postgresql")

@@ -19,8 +19,8 @@ from verifiedsql import backends
 from verifiedsql.bench.data import DEFAULT_DATA_DIR
 from verifiedsql.bench.scope import KINDS, ScopeConfig, load_questions, run_scope
 from verifiedsql.errors import NoAnswerError, NoDataError
-from verifiedsql.failures import error_class, missing_name
 from verifiedsql.llm.base import ChatRequest
+from verifiedsql.stages.common.failures import error_class, missing_name
 from verifiedsql.stages.repair import resembles
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,9 +146,9 @@ def test_a_request_to_change_data_is_no_data(shop, sql, keyword):
 @pytest.mark.parametrize("dialect", backends.names())
 def test_the_guard_refusal_of_a_change_is_read_on_every_engine(dialect):
     from verifiedsql.errors import UnsafeSQLError
-    from verifiedsql.failures import data_change
+    from verifiedsql.guard.safety import check_query
     from verifiedsql.profiles import profile_for
-    from verifiedsql.safety import check_query
+    from verifiedsql.stages.common.failures import data_change
 
     expected = {"DELETE FROM t": "DELETE", "UPDATE t SET a = 1": "UPDATE", "INSERT INTO t VALUES (1)": "INSERT",
                 "TRUNCATE TABLE t": "TRUNCATETABLE", "SET x = 1": None, "SELECT 1 FROM t; SELECT 2": None}

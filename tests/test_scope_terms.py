@@ -9,10 +9,10 @@ import sqlalchemy as sa
 from fakes import ScriptedChatModel, ask, context, fenced
 
 from verifiedsql.config import Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
+from verifiedsql.db.schema import Column, Schema, Table
 from verifiedsql.errors import ConfigurationError, NoDataError, QueryError
 from verifiedsql.llm.base import ChatRequest
-from verifiedsql.schema import Column, Schema, Table
 from verifiedsql.stages.scope_terms import (
     VALUE_DISTINCT,
     content_words,

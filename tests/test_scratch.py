@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from backends import checksum, load_shop
 
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.errors import QueryError, QueryTimeoutError, SliceError, UnsafeSQLError
 from verifiedsql.profiles import all_profiles
 from verifiedsql.stages.common.scratch import open_scratch, type_candidates

@@ -8,10 +8,10 @@ import pytest
 import sqlalchemy as sa
 
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
+from verifiedsql.db.schema import Column, ForeignKey, Schema, Table
 from verifiedsql.errors import SliceError, VerifiedSQLError
 from verifiedsql.profiles import all_profiles
-from verifiedsql.schema import Column, ForeignKey, Schema, Table
 from verifiedsql.stages.common.slicer import (
     TableIndex,
     analyze_sql,

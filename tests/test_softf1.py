@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from verifiedsql import softf1
 from verifiedsql.results import ResultSet
-from verifiedsql.softf1 import bipartite_soft_f1, normalize_cell, soft_f1_rows
+from verifiedsql.stages.dpc import softf1
+from verifiedsql.stages.dpc.softf1 import bipartite_soft_f1, normalize_cell, soft_f1_rows
 
 
 def rs(rows, width=None):

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from fakes import ScriptedChatModel
 
+from verifiedsql.db.schema import Column, ForeignKey, Table
 from verifiedsql.errors import LLMError, SandboxUnavailableError
+from verifiedsql.guard.sandbox import Sandbox, SandboxResult
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.report import VerificationReport
-from verifiedsql.sandbox import Sandbox, SandboxResult
-from verifiedsql.schema import Column, ForeignKey, Table
 from verifiedsql.stages.common.frames import slice_frames
 from verifiedsql.stages.common.slices import SchemaSlice
 from verifiedsql.stages.dpc.solver import NO_CODE, solve

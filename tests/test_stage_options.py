@@ -11,7 +11,8 @@ from fakes import ask, by_seed, context
 
 from verifiedsql.bench.strategies import LIBRARY_DEFAULT, STRATEGIES, strategy_options
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
+from verifiedsql.db.schema import render_schema
 from verifiedsql.llm.models import MODELS
 from verifiedsql.llm.prompts import (
     generation_messages,
@@ -20,7 +21,6 @@ from verifiedsql.llm.prompts import (
 )
 from verifiedsql.profiles import profile_for
 from verifiedsql.report import Candidate, Repair, ValueMatch, VerificationReport
-from verifiedsql.schema import render_schema
 from verifiedsql.stages.generate import execute_candidate
 from verifiedsql.stages.schema_facts import schema_facts
 

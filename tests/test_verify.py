@@ -11,7 +11,7 @@ from fakes import ScriptedChatModel, fenced
 import verifiedsql
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.stages.pvsql.constraints import extract_constraints
-from verifiedsql.stages.pvsql.verify import EMPTY_PROBLEM, implies_rows
+from verifiedsql.stages.pvsql.verify_repair import EMPTY_PROBLEM, implies_rows
 
 TOP3 = "What are the top 3 customers by total order amount?"
 NO_LIMIT = "SELECT customer_id, SUM(amount) AS total FROM orders GROUP BY customer_id ORDER BY total DESC"

@@ -18,14 +18,14 @@ from fakes import ScriptedChatModel, context, fenced, purposes
 import verifiedsql
 from verifiedsql.bench.strategies import STRATEGIES, strategy_options
 from verifiedsql.config import Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
+from verifiedsql.guard.sandbox import Sandbox
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.llm.replies import yes_no
 from verifiedsql.report import VerificationReport
-from verifiedsql.sandbox import Sandbox
-from verifiedsql.similarity import offline_similarity
 from verifiedsql.stages.vet.data import candidate_tables, load_trace_data
 from verifiedsql.stages.vet.prompts import restated_question
+from verifiedsql.stages.vet.similarity import offline_similarity
 from verifiedsql.stages.vet.stage import REPEATED, SQL_ATTEMPTS, ExecutionTracer
 from verifiedsql.stages.vet.steps import (
     outside_columns,
@@ -286,7 +286,7 @@ def test_unsafe_reconstructed_sql_is_refused_and_never_runs(shop_url, layer, mon
     if layer == "engine":  # the engine guard alone: the statement guard lets everything through
         monkeypatch.setattr("verifiedsql.stages.generate.parse_one_query",  # a parse with no safety check
                             lambda sql, profile: sqlglot.parse_one(sql, read=profile.sqlglot_dialect))
-        monkeypatch.setattr("verifiedsql.database.check_query", lambda sql, profile, *_, **__: None)
+        monkeypatch.setattr("verifiedsql.db.database.check_query", lambda sql, profile, *_, **__: None)
     engine = sa.create_engine(shop_url)
     before = checksum(engine)
     _, report, _ = ask(shop_url, script({1: [FILTER], 2: [COUNT]}, sql="DELETE FROM customers"))
@@ -357,7 +357,7 @@ def test_vet_answers_when_every_candidate_failed(shop_url):
 
 @pytest.mark.skipif(offline_similarity() is None, reason="wordllama is not installed")
 def test_loading_the_embedding_model_leaves_the_root_logger_alone():
-    code = ("import logging; from verifiedsql.similarity import offline_similarity; "
+    code = ("import logging; from verifiedsql.stages.vet.similarity import offline_similarity; "
             "assert offline_similarity() is not None; root = logging.getLogger(); "
             "assert not root.handlers and root.level == logging.WARNING, (root.handlers, root.level)")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.util import await_only
 
 from .backends import backend_for
-from .database import SHARED_POOLS
+from .db.database import SHARED_POOLS
 from .errors import ConfigurationError
 from .pipeline import Answer
 from .session import VerifiedState

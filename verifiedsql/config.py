@@ -142,7 +142,8 @@ class Options:
     vet_steps: int = 5
     vet_step_repairs: int = 3
     vet_max_rows: int = 10_000  # rows fetched per candidate table for the trace
-    vet_similarity: float = 0.6  # threshold of the question-reconstruction check (see verifiedsql/similarity.py)
+    # threshold of the question-reconstruction check (see verifiedsql/stages/vet/similarity.py)
+    vet_similarity: float = 0.6
 
     def __post_init__(self) -> None:
         numbers = [(item.name, getattr(self, item.name)) for item in fields(self)]

@@ -17,8 +17,9 @@ from typing import Any, Iterator, Literal, Sequence
 import sqlalchemy as sa
 from sqlalchemy.pool import StaticPool
 
-from . import backends, errors, sqlite_hooks, statements, transactions
+from . import backends, errors
 from .config import Options
+from .guard import sqlite_hooks, statements, transactions
 from .llm.base import ChatModel
 from .pipeline import Answer
 from .profiles import DialectProfile, profile_for
@@ -147,7 +148,7 @@ class Connection:
     def set_authorizer(self, authorizer: Any) -> None:
         """SQLite only: ``sqlite3.Connection.set_authorizer`` on the wrapped connection, kept across
         questions (Python cannot read an authorizer back, so one set on the raw connection directly is
-        cleared where a question has to run on it: see ``verifiedsql.sqlite_hooks``)."""
+        cleared where a question has to run on it: see ``verifiedsql.guard.sqlite_hooks``)."""
         self._sqlite_only("set_authorizer")
         sqlite_hooks.set_authorizer(self._raw, authorizer)
 

@@ -32,7 +32,7 @@ class QuestionError(VerifiedSQLError, ValueError):
 
 class UnsafeSQLError(VerifiedSQLError):
     """A statement was refused by a safety layer; ``construct`` names what was refused (a statement kind, a
-    function, or a relation outside ``schema=`` or holding secrets: ``verifiedsql.boundary``)."""
+    function, or a relation outside ``schema=`` or holding secrets: ``verifiedsql.guard.boundary``)."""
 
     def __init__(self, message: str, *, construct: str, layer: str = "statement") -> None:
         super().__init__(message)
@@ -52,7 +52,7 @@ class QueryTimeoutError(VerifiedSQLError):
 class QueryError(VerifiedSQLError):
     """The database raised an error while running a generated, read-only query, or its driver failed on the
     result (a value Python cannot hold, one nested too deeply to load). The message never quotes stored
-    values (``verifiedsql.redact``)."""
+    values (``verifiedsql.guard.redact``)."""
 
 
 class LLMError(VerifiedSQLError):

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from .errors import QueryError, QueryTimeoutError, QuestionTimeoutError, UnsafeSQLError
-from .redact import secrets
+from .guard.redact import secrets
 
 if TYPE_CHECKING:
     from .llm.base import ChatRequest, ChatResponse

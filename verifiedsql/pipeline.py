@@ -11,8 +11,7 @@ from typing import Iterator
 
 from . import logs
 from .config import Options
-from .database import Database
-from .deadline import Deadline
+from .db.database import Database
 from .errors import (
     EmptySchemaError,
     NoAnswerError,
@@ -21,6 +20,7 @@ from .errors import (
     QuestionTimeoutError,
     UnverifiedAnswerError,
 )
+from .guard.deadline import Deadline
 from .llm.base import ChatModel
 from .report import VerificationReport
 from .results import ResultSet

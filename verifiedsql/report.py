@@ -367,7 +367,7 @@ class VerificationReport:
     # the question's time budget ran out: the answer (if any) is the best candidate that ran, "unverified"
     timed_out: bool = False
     notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # about the connection's rights (verifiedsql.privileges)
+    warnings: list[str] = field(default_factory=list)  # about the connection's rights (verifiedsql.guard.privileges)
     value_matches: list[ValueMatch] = field(default_factory=list)  # grounding
     constraints: list[str] = field(default_factory=list)  # what the question requires (verify)
     probes: list[Probe] = field(default_factory=list)  # model probes, in order (probe)

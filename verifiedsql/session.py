@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from .config import Options
-from .database import Database
+from .db.database import Database
 from .llm import chat_model_for
 from .llm.base import ChatModel
 from .pipeline import Answer, Pipeline

@@ -115,7 +115,7 @@ def hostile() -> Iterator[HostileModel]:
 
 # --------------------------------------------------------------------------------- what ran, and where
 
-ENGINE_REFUSAL = "the engine's read-only mode refused"  # how readonly.py's refusals begin
+ENGINE_REFUSAL = "the engine's read-only mode refused"  # how guard/readonly.py's refusals begin
 STOPPED = {"unsafe", "error", "timeout"}  # the statuses of an attempt that did not run
 Layer = Literal["statement guard", "engine guard", "engine error", "timeout", "ran", "invalid"]
 

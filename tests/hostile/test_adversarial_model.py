@@ -32,10 +32,10 @@ from conftest import (
 from payloads import PAYLOADS, Payload, pairs
 
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.errors import UnsafeSQLError
+from verifiedsql.guard.safety import check_query
 from verifiedsql.profiles import profile_for
-from verifiedsql.safety import check_query
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -104,7 +104,7 @@ def test_checksums_unchanged(worlds: Worlds) -> None:
 def test_the_async_engines_answer_on_their_synchronous_twin(worlds: Worlds,
                                                             async_engine: Callable[[str], AsyncEngine]) -> None:
     """What makes the matrix above hold: the questions run through the backend's own synchronous driver,
-    whose engine guard ``readonly.py`` implements."""
+    whose engine guard ``guard/readonly.py`` implements."""
     for dialect in aio.ASYNC_DRIVERS:
         twin: sa.Engine = getattr(async_engine(dialect).sync_engine.dialect, aio.TWIN_ATTRIBUTE)
         assert not twin.dialect.is_async and twin.dialect.driver == worlds(dialect).engine.dialect.driver

@@ -22,7 +22,7 @@ from fake_openai import FakeServer, Reply, completion
 import verifiedsql
 import verifiedsql.dbapi
 from verifiedsql.errors import QuestionTimeoutError
-from verifiedsql.sandbox import Sandbox
+from verifiedsql.guard.sandbox import Sandbox
 
 SLACK_S = 1.0  # the bound: budget + 1 s
 QUESTION = "Which customers are from Brazil?"
@@ -315,9 +315,9 @@ def test_the_pandas_solver_is_held_to_the_deadline() -> None:
     """The DPC solver's sandboxed run ends with the question's time, not the sandbox's own 30 s."""
     from fakes import ScriptedChatModel
 
-    from verifiedsql.deadline import Deadline
+    from verifiedsql.db.schema import Column, Table
+    from verifiedsql.guard.deadline import Deadline
     from verifiedsql.report import VerificationReport
-    from verifiedsql.schema import Column, Table
     from verifiedsql.stages.common.slices import SchemaSlice
     from verifiedsql.stages.dpc.solver import solve
 
@@ -341,13 +341,13 @@ def test_a_large_in_memory_sqlite_database_keeps_the_callers_limits(monkeypatch:
     connection, with its length limit lowered for the statement only and put back afterwards."""
     import sqlite3
 
-    import verifiedsql.bounded
-    from verifiedsql.bounded import run_statement
+    import verifiedsql.guard.bounded
     from verifiedsql.errors import QueryError
+    from verifiedsql.guard.bounded import run_statement
+    from verifiedsql.guard.readonly import sqlite as sqlite_guard
     from verifiedsql.profiles import profile_for
-    from verifiedsql.readonly import sqlite as sqlite_guard
 
-    monkeypatch.setattr(verifiedsql.bounded, "SNAPSHOT_MAX_BYTES", 0)
+    monkeypatch.setattr(verifiedsql.guard.bounded, "SNAPSHOT_MAX_BYTES", 0)
     raw = sqlite3.connect(":memory:")
     raw.execute("CREATE TABLE t (x TEXT)")
     raw.executemany("INSERT INTO t VALUES (?)", [("a",), ("b",)])

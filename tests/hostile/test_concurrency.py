@@ -39,9 +39,9 @@ from test_solver import MDD_TABLES, QUESTION, SLICE
 
 import verifiedsql
 from verifiedsql.config import LLMSettings
+from verifiedsql.guard.sandbox import Sandbox
 from verifiedsql.llm import local
 from verifiedsql.report import VerificationReport
-from verifiedsql.sandbox import Sandbox
 from verifiedsql.stages.dpc.prompts import SOLVER_SYSTEM
 from verifiedsql.stages.dpc.solver import solve
 

@@ -22,7 +22,7 @@ from fakes import ScriptedChatModel, fenced
 import verifiedsql
 import verifiedsql.dbapi
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 
 pytestmark = pytest.mark.timeout(120)
 

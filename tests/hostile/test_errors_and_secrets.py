@@ -26,7 +26,7 @@ import verifiedsql
 import verifiedsql.dbapi
 from verifiedsql import backends
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.errors import LLMError, QueryError, UnsafeSQLError
 
 DIALECTS = backends.names()  # every registered engine (verifiedsql/backends/)
@@ -160,7 +160,7 @@ def test_deeply_nested_json_in_a_review_reply_falls_back(worlds: Worlds, replies
 
 
 def test_a_vet_step_nested_too_deeply_is_turned_down(worlds: Worlds, replies: Replies) -> None:
-    from verifiedsql.sandbox import Sandbox
+    from verifiedsql.guard.sandbox import Sandbox
 
     if not Sandbox().available():
         pytest.skip("bubblewrap cannot run here, so VET does not run model code")
@@ -365,7 +365,7 @@ def test_unrecognised_engine_errors_never_quote_stored_values(dialect: str, sql:
 
 def test_identifier_errors_keep_their_bytes() -> None:
     """What SQLite's recorded runs showed the model must not change (the replay caches stay valid)."""
-    from verifiedsql.redact import engine_error
+    from verifiedsql.guard.redact import engine_error
 
     for message in ('no such column: T1.name', 'near "create": syntax error', 'no such table: Degrees',
                     'ambiguous column name: Code', 'misuse of aggregate: COUNT()',

@@ -24,9 +24,9 @@ import sqlalchemy as sa
 from conftest import HostileModel, Worlds, layer_of
 
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.errors import UnsafeSQLError
-from verifiedsql.safety import check_query
+from verifiedsql.guard.safety import check_query
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -62,8 +62,8 @@ PLAN_TEXTS = {
 
 
 def _scan(text: str) -> None:
+    from verifiedsql.guard.readonly import _plan_refusal
     from verifiedsql.profiles import profile_for
-    from verifiedsql.readonly import _plan_refusal
 
     assert _plan_refusal([{"Plan": {"Node Type": "Result", "Output": [text]}}], profile_for("postgresql")) is None
 
@@ -261,7 +261,7 @@ SNOWFLAKE_TEXTS = [
 def test_snowflake_engine_guard_scans_the_text_itself(sql: str, function: str, worlds: Worlds) -> None:
     """The Snowflake engine guard's own lexical scan (independent of sqlglot) finds the call behind
     quoting tricks; with fakesnow's DuckDB catalog, file readers are table functions outside the allowlist."""
-    from verifiedsql import calls
+    from verifiedsql.guard import function_calls as calls
 
     policy = _database(worlds("snowflake")).functions()  # type: ignore[attr-defined]
     hit = policy.first_refusal(calls.statement_text(sql), written=False)

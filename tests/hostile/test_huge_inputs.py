@@ -24,7 +24,7 @@ import pytest
 from conftest import HostileModel, World, Worlds
 
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.errors import QueryError, QuestionTimeoutError
 
 pytestmark = pytest.mark.timeout(180)

@@ -35,9 +35,9 @@ from test_sandbox import REPO, SMALL, Host, host  # noqa: F401  (host: test_sand
 from test_solver import MDD_TABLES, QUESTION, SLICE
 
 import verifiedsql
+from verifiedsql.guard.sandbox import INCIDENT, Sandbox, SandboxResult
 from verifiedsql.llm.base import ChatRequest
 from verifiedsql.report import VerificationReport
-from verifiedsql.sandbox import INCIDENT, Sandbox, SandboxResult
 from verifiedsql.stages import context as context_module
 from verifiedsql.stages.dpc.solver import SolverOutcome, solve
 

@@ -25,9 +25,9 @@ from conftest import HOSTILE_OPTIONS, HostileModel, Outcome, World, Worlds
 
 import verifiedsql
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.database import Database
+from verifiedsql.db.database import Database
 from verifiedsql.errors import NoAnswerError, UnsafeSQLError
-from verifiedsql.safety import check_query
+from verifiedsql.guard.safety import check_query
 
 pytestmark = pytest.mark.timeout(120)
 

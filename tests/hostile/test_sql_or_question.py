@@ -4,7 +4,7 @@ The corpus (``data/statements.toml``): valid statements per engine, statements t
 not parse, and plain questions, many of them beginning with a statement keyword (Show, Select, List,
 Describe, Explain, Update me, Delete). Checked three ways:
 
-* the classifier, ``verifiedsql.statements.classify``, on the whole corpus for every engine;
+* the classifier, ``verifiedsql.guard.statements.classify``, on the whole corpus for every engine;
 * the whole corpus through ``Cursor.execute`` of a real wrapper on every engine, with the driver's cursor
   and the question path replaced by recorders (nothing runs, nothing is asked): every statement reaches
   the driver, every question the question path, every malformed statement raises ``ProgrammingError``;
@@ -66,7 +66,7 @@ def test_the_corpus_holds_what_the_trial_found() -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_engine_parser_reads_the_whole_corpus(engine: str) -> None:
-    from verifiedsql.statements import classify
+    from verifiedsql.guard.statements import classify
 
     wrong = [(kind, text, reading) for kind, texts in (
         ("sql", corpus_for("statements", engine)),
@@ -84,7 +84,7 @@ def test_no_held_out_statement_reaches_the_model(engine: str) -> None:
     """On texts written after the rule was fixed, the safety half holds exactly: no statement and no
     malformed statement is read as a question. (Questions that are also valid SQL, such as "Select
     customers from Canada", may run as SQL: the README gives the held-out matrix.)"""
-    from verifiedsql.statements import classify
+    from verifiedsql.guard.statements import classify
 
     statements = [sql for group in HELD_OUT["statements"] if engine in group["engines"] for sql in group["sql"]]
     malformed = [sql for group in HELD_OUT["malformed"] if engine in group["engines"] for sql in group["sql"]]
@@ -101,7 +101,7 @@ def test_english_words_are_no_keyword_of_the_engines() -> None:
     import pglast.keywords
     from sqlglot.dialects import Dialect
 
-    from verifiedsql.sqlshape import ENGLISH_WORDS
+    from verifiedsql.guard.sqlshape import ENGLISH_WORDS
 
     rows = duckdb.connect().sql("SELECT keyword_name FROM duckdb_keywords()").fetchall()
     keywords = {row[0].lower() for row in rows}
@@ -116,7 +116,7 @@ def test_reading_never_runs_anything(tmp_path: Path) -> None:
     """Compiling on SQLite's scratch database runs nothing: a pragma that acts while it compiles is
     refused unrun (``EXPLAIN PRAGMA soft_heap_limit = N`` would set the process-wide limit), and ATTACH or
     VACUUM INTO create no file; DuckDB's IMPORT DATABASE (which reads files while it parses) reads none."""
-    from verifiedsql.statements import classify
+    from verifiedsql.guard.statements import classify
 
     probe = sqlite3.connect(":memory:")
     before = probe.execute("PRAGMA soft_heap_limit").fetchone()

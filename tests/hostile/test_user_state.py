@@ -22,7 +22,8 @@ from fakes import ScriptedChatModel, fenced
 
 import verifiedsql
 import verifiedsql.dbapi as dbapi
-from verifiedsql import backends, errors, readonly
+from verifiedsql import backends, errors
+from verifiedsql.guard import readonly
 from verifiedsql.profiles import profile_for
 
 COUNT = "SELECT COUNT(*) FROM t"
@@ -202,7 +203,7 @@ def test_sqlite_hooks_set_on_the_raw_connection_survive_a_question(tmp_path: Pat
 def test_sqlite_hooks_set_through_the_wrapper_survive_a_question_on_the_callers_connection(monkeypatch) -> None:
     """Where the question has to run on the caller's own connection (an in-memory database too large to
     copy), the hooks set through the wrapper are put back afterwards."""
-    from verifiedsql import bounded
+    from verifiedsql.guard import bounded
 
     monkeypatch.setattr(bounded, "SNAPSHOT_MAX_BYTES", 0)  # no copy: the guard runs on the caller's connection
     raw = sqlite3.connect(":memory:")
@@ -301,7 +302,7 @@ def test_backup_mode_does_not_outlive_the_question(pg: Any, monkeypatch) -> None
 
 def test_session_state_check_undoes_exactly_what_appeared(pg: Any) -> None:
     """The net on its own: what appeared between the snapshot and ``settle`` is undone, the rest kept."""
-    from verifiedsql import session_state
+    from verifiedsql.guard import session_state
 
     pg.execute("LISTEN mine")
     before = session_state.snapshot(pg.cursor())

@@ -3,9 +3,9 @@
 Each module here (``sqlite.py``, ``duckdb.py``, ``postgresql.py``, ``snowflake.py``) defines ``BACKEND``, one
 frozen ``Backend`` holding every fact about its engine that code needs: the DB-API drivers that
 ``verifiedsql.dbapi`` wraps, the SQLAlchemy URL it builds over one, the read-only engine guard
-(``verifiedsql.readonly``), how to tell whether a driver connection is inside a transaction, the engine's
-own statement parser (``verifiedsql.statements``), the reader of its catalog for reflection
-(``verifiedsql.catalog_reflect``), the dialect of its scratch databases, and how the test suites make a
+(``verifiedsql.guard.readonly``), how to tell whether a driver connection is inside a transaction, the engine's
+own statement parser (``verifiedsql.guard.statements``), the reader of its catalog for reflection
+(``verifiedsql.db.catalog_reflect``), the dialect of its scratch databases, and how the test suites make a
 database of its kind (``TestConfig``). The declarative part of an engine (prompt hints, deny
 lists, sqlglot dialect) is its TOML profile under ``dialects/`` (``verifiedsql.profiles``), of the same name.
 
@@ -30,11 +30,11 @@ from ..errors import UnknownBackendError
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
-    from ..catalog_reflect import CatalogReader
+    from ..db.catalog_reflect import CatalogReader
+    from ..guard.readonly import Strategy
+    from ..guard.sqlshape import Shape
+    from ..guard.statements import Parse
     from ..profiles import DialectProfile
-    from ..readonly import Strategy
-    from ..sqlshape import Shape
-    from ..statements import Parse
 
 __all__ = ["Backend", "TestConfig", "backend_for", "backend_for_driver", "facts", "names", "registry"]
 
@@ -84,7 +84,7 @@ class Backend:
     scratch_dialect: str  # the registered engine its scratch databases (MDDs) run on; Snowflake: DuckDB
     test: TestConfig
     spider_bench: bool = False  # the Spider benchmark runs on it (``verifiedsql.bench``)
-    # Reads a namespace's tables, columns and keys in a few catalog queries (``verifiedsql.catalog_reflect``);
+    # Reads a namespace's tables, columns and keys in a few catalog queries (``verifiedsql.db.catalog_reflect``);
     # None, or any error it raises: SQLAlchemy's inspector reads them.
     bulk_catalog: CatalogReader | None = None
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from .. import catalog_reflect, readonly, statements
+from ..db import catalog_reflect
+from ..guard import readonly, statements
 from . import INFORMATION_SCHEMA_COLUMNS, INFORMATION_SCHEMA_TABLES, Backend, TestConfig
 
 

@@ -8,7 +8,8 @@ from typing import Any, ContextManager
 
 import sqlalchemy as sa
 
-from .. import catalog_reflect, readonly, statements
+from ..db import catalog_reflect
+from ..guard import readonly, statements
 from . import INFORMATION_SCHEMA_COLUMNS, INFORMATION_SCHEMA_TABLES, Backend, TestConfig
 from .duckdb import in_transaction as duckdb_in_transaction
 

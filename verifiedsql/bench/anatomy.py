@@ -6,8 +6,8 @@ already hold (no model, no database):
 * ``outcome_of``: a question is *right*; *majority wrong* (the answer is wrong although a correct
   candidate was in the pool: a selection failure); *pool all wrong* (candidates ran, none was right: a
   generation failure); or *no candidate ran* (every candidate failed on the database or a guard).
-* ``error_class`` (``verifiedsql/failures.py``, which the answer step reads errors with too): the kind of a
-  failing candidate's error, read from the engine's own message on SQLite, DuckDB, PostgreSQL and
+* ``error_class`` (``verifiedsql/stages/common/failures.py``, which the answer step reads errors with too): the
+  kind of a failing candidate's error, read from the engine's own message on SQLite, DuckDB, PostgreSQL and
   Snowflake (fakesnow), so that the mechanical mistakes (a column on the wrong table, a function of
   another dialect) can be told from the rest.
 """
@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from ..failures import ERROR_CLASSES, error_class
+from ..stages.common.failures import ERROR_CLASSES, error_class
 
 Outcome = Literal["right", "majority wrong", "pool all wrong", "no candidate ran"]
 OUTCOMES: tuple[Outcome, ...] = ("right", "majority wrong", "pool all wrong", "no candidate ran")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, TypeVar
 
 from ..config import Options
-from ..database import Database
+from ..db.database import Database
 from ..llm import chat_model_for
 from ..llm.base import ChatModel
 from ..llm.models import MODELS

@@ -18,12 +18,12 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from ..database import Database
+from ..db.database import Database
 from ..errors import VerifiedSQLError
-from ..orderkeys import sort_keys, with_keys
+from ..guard.safety import outermost_orders, parse_one_query
 from ..profiles import all_profiles
 from ..results import ResultSet, results_equivalent
-from ..safety import outermost_orders, parse_one_query
+from ..stages.common.orderkeys import sort_keys, with_keys
 
 
 @dataclass(frozen=True)

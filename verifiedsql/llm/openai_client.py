@@ -19,9 +19,9 @@ from typing import Any
 import openai
 
 from ..errors import LLMError, PromptTooLongError
-from ..redact import secrets as scrub_secrets
-from ..redact import split_credentials, url_secrets, url_without_credentials
-from ..watchdog import run_within
+from ..guard.redact import secrets as scrub_secrets
+from ..guard.redact import split_credentials, url_secrets, url_without_credentials
+from ..guard.watchdog import run_within
 from .base import TOP_LOGPROBS, ChatRequest, ChatResponse
 from .scores import from_openai
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..schema import Table
+    from ..db.schema import Table
 
 BEYOND_CAP = ", and more beyond the row cap"
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from .. import logs
-from ..contain import MAX_SQL_CHARS
+from ..guard.contain import MAX_SQL_CHARS
 from ..llm.base import ChatModel, ChatRequest, ChatResponse
 from ..report import LLMCall, VerificationReport
 

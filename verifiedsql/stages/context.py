@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 
 from .. import logs
 from ..config import Options
-from ..database import Database
-from ..deadline import Deadline
+from ..db.database import Database
+from ..db.schema import Schema, render_table
+from ..guard.deadline import Deadline
+from ..guard.sandbox import Sandbox
 from ..llm.base import ChatModel, ChatRequest, ChatResponse, Message
 from ..llm.prompts import with_context
 from ..profiles import DialectProfile
 from ..report import LLMPurpose, VerificationReport
 from ..results import ResultSet
-from ..sandbox import Sandbox
-from ..schema import Schema, render_table
 from .calls import Sent, call_model, record, send_all
 from .common.hints import prompt_profile
 
@@ -79,7 +79,7 @@ class QuestionContext:
         until a stage changes it. A schema ``beyond_windows`` (with ``compress_schema`` off) gets no text and
         no samples here: the pipeline compresses it before any model call, and only the tables its text shows
         are sampled."""
-        from ..schema import render_schema
+        from ..db.schema import render_schema
 
         deadline = deadline or Deadline()
         report = report or VerificationReport(question=question, dialect=database.profile.name)

@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ..errors import UnsafeSQLError
+from ..guard.safety import parse_one_query
 from ..report import Candidate, Confidence, Evidence, EvidenceVerdict, LiteralOutcome, VerificationReport
 from ..results import ResultSet
-from ..safety import parse_one_query
 from .base import Pool
 from .cluster import Doubt
 from .common.terms import named_in

@@ -13,13 +13,13 @@ from sqlglot import Dialect, TokenType
 from sqlglot.errors import SqlglotError
 
 from ..errors import LLMError, QueryError, QueryTimeoutError, QuestionTimeoutError, UnsafeSQLError
-from ..functions import UNKNOWN as UNKNOWN_FUNCTION
+from ..guard.functions import UNKNOWN as UNKNOWN_FUNCTION
+from ..guard.safety import UNPARSEABLE, outermost_orders, parse_one_query
 from ..llm.base import ChatRequest, ChatResponse, Message
 from ..llm.prompts import generation_messages, refinement_messages
 from ..llm.replies import extract_sql, has_closed_fence
 from ..report import Candidate, CandidateStatus, VerificationReport
 from ..results import ResultSet
-from ..safety import UNPARSEABLE, outermost_orders, parse_one_query
 from .calls import model_concurrency
 from .certainty import certainty
 from .context import QuestionContext

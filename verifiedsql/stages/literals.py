@@ -31,10 +31,10 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from ..config import Options
+from ..db.schema import Column, Table
 from ..errors import QueryError, QueryTimeoutError, QuestionTimeoutError, UnsafeSQLError
+from ..guard.safety import parse_one_query
 from ..report import Candidate, LiteralCheck, LiteralOutcome
-from ..safety import parse_one_query
-from ..schema import Column, Table
 from .common.catalog import Catalog, Source, distance, has, own_nodes, sources
 from .common.facts import date_like
 from .common.values import SCAN_ROWS, distinct_scan, holds_text

@@ -11,9 +11,9 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from ..failures import missing_name
-from ..schema import Schema, Table
+from ..db.schema import Schema, Table
 from .common.catalog import Catalog, distance
+from .common.failures import missing_name
 from .common.grouping import capped_list
 
 MAX_TABLES = 12  # tables named in one fact; more are counted

@@ -33,11 +33,11 @@ import re
 import time
 from collections.abc import Sequence
 
+from ..db.schema import Schema
 from ..errors import LLMError, NoDataError, QuestionTimeoutError
-from ..failures import SCHEMA_NAME_CLASSES, data_change, error_class, missing_name
 from ..llm.replies import yes_no
 from ..report import ScopeCheck, VerificationReport
-from ..schema import Schema
+from .common.failures import SCHEMA_NAME_CLASSES, data_change, error_class, missing_name
 from .common.grouping import capped_list
 from .context import QuestionContext
 from .repair import resembles

@@ -22,8 +22,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ..db.schema import Schema
 from ..errors import QueryError, QueryTimeoutError, UnsafeSQLError
-from ..schema import Schema
 from .common.catalog import Catalog
 from .common.values import distinct_scan, holds_text
 from .context import QuestionContext

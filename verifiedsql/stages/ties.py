@@ -12,9 +12,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..errors import QueryError, QueryTimeoutError, QuestionTimeoutError, UnsafeSQLError
-from ..orderkeys import sort_keys, with_keys
 from ..report import Evidence
 from ..results import ResultSet
+from .common.orderkeys import sort_keys, with_keys
 from .context import QuestionContext
 
 TIE_TIMEOUT_S = 5.0  # the one probe query (also capped by statement_timeout_s and the time left)

@@ -1,7 +1,7 @@
 """The reflected schema as the SQL on it sees it, with the engine's name rules: tables and columns by name,
 the many-to-one and one-to-many links between tables (declared foreign keys, and key naming), the sources
 of a query scope, identifiers the engine resolves to a schema name, and the edit distance between names or
-values. Shared by the deterministic repair (``stages/repair.py``), the literal checks (``stages/literals.py``),
+values. Shared by the deterministic repair (``stages/repair/``), the literal checks (``stages/literals.py``),
 the scope check's value reads (``stages/scope_terms.py``) and value grounding (``stages/pvsql/grounding.py``)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from ...schema import Column, ForeignKey, Schema, Table, reserved_words
+from ...db.schema import Column, ForeignKey, Schema, Table, reserved_words
 
 
 class Catalog:

@@ -1,5 +1,5 @@
 """What a column's reflected type and sampled values say it holds: numbers, years, dates. Shared by the
-deterministic repair (``stages/repair.py``) and the schema-derived prompt hints (``common/hints.py``)."""
+deterministic repair (``stages/repair/``) and the schema-derived prompt hints (``common/hints.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import datetime as dt
 import re
 from typing import Any, Literal
 
-from ...schema import Column
+from ...db.schema import Column
 from .frames import column_kind
 
 

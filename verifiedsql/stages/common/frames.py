@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
-from ...schema import Table
+from ...db.schema import Table
 from .slices import Rows, SchemaSlice
 
 ColumnKind = Literal["int", "float", "bool", "date", "timestamp", "time", "text", "any"]

@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 
-from ...schema import Schema, Table, render_table
+from ...db.schema import Schema, Table, render_table
 
 NUMBERS = re.compile(r"\d+(?:[_-]\d+)*")  # a number or a date written with separators: one variable part
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...db.schema import Schema
 from ...profiles import DialectProfile
-from ...schema import Schema
 from .facts import holds_dates, holds_years
 from .grouping import capped_list
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ...db.schema import Schema
 from ...errors import UnsafeSQLError
+from ...guard.safety import check_query
 from ...llm.rows import PREVIEW, render_rows
 from ...profiles import DialectProfile
 from ...results import ResultSet
-from ...safety import check_query
-from ...schema import Schema
 from .terms import TEXT_TYPE, question_terms
 
 PROBE_LIMIT = 20

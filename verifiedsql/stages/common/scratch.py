@@ -28,14 +28,14 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from ... import readonly
-from ...database import Database
+from ...db.database import Database
+from ...db.schema import Table
 from ...errors import QueryError, QueryTimeoutError, SliceError
-from ...functions import FunctionPolicy
+from ...guard import readonly
+from ...guard.functions import FunctionPolicy
+from ...guard.safety import check_query
 from ...profiles import DialectProfile, all_profiles
 from ...results import ResultSet
-from ...safety import check_query
-from ...schema import Table
 from .slicer import TableIndex, bare_name, table_references
 from .slices import SchemaSlice
 

@@ -22,10 +22,10 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 
 from ... import backends
+from ...db.schema import Column, Schema, Table
 from ...errors import SliceError, UnknownBackendError, UnsafeSQLError
+from ...guard.safety import parse_one_query
 from ...profiles import DialectProfile
-from ...safety import parse_one_query
-from ...schema import Column, Schema, Table
 from .slices import SchemaSlice, SliceMethod
 
 __all__ = ["SqlAnalysis", "TableIndex", "analyze_sql", "scratch_dialect_for", "slice_from_columns", "slice_schema",

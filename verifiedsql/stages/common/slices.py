@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ...schema import Table
+from ...db.schema import Table
 
 SliceMethod = Literal["lineage", "model"]
 

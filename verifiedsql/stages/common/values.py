@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ...schema import Column
+from ...db.schema import Column
 from .frames import column_kind
 
 SCAN_ROWS = 10_000  # rows of a table that one read scans

@@ -28,17 +28,17 @@ from typing import Any
 
 from sqlglot import exp
 
+from ...db.schema import Table
 from ...errors import VerifiedSQLError
 from ...profiles import all_profiles
 from ...results import ResultSet
-from ...schema import Table
-from ...softf1 import bipartite_soft_f1, normalize_cell
 from ..common.frames import ColumnKind, column_kind
 from ..common.scratch import Scratch
 from ..common.slicer import SqlAnalysis, TableIndex, analyze_sql
 from ..common.slices import Rows, SchemaSlice
 from .data import DISTINGUISHED_BELOW, MDD
 from .mdd_model import coerce_value
+from .softf1 import bipartite_soft_f1, normalize_cell
 
 __all__ = ["find_mdd"]
 

@@ -17,14 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ...db.schema import Table
 from ...errors import LLMError, VerifiedSQLError
 from ...llm.base import ChatModel, ChatRequest, Message
 from ...llm.replies import extract_json_object, follow_up
 from ...llm.rows import render_rows
 from ...report import VerificationReport
 from ...results import ResultSet
-from ...schema import Table
-from ...softf1 import bipartite_soft_f1, normalize_cell
 from ..calls import call_model
 from ..common.frames import ColumnKind, column_kind
 from ..common.slices import Rows, SchemaSlice
@@ -37,6 +36,7 @@ from .prompts import (
     tester_invalid_feedback,
     tester_messages,
 )
+from .softf1 import bipartite_soft_f1, normalize_cell
 
 __all__ = ["ScratchDatabase", "coerce_value", "parse_tables", "synthesize_mdd"]
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...db.schema import Schema, render_schema
 from ...errors import LLMError, VerifiedSQLError
 from ...llm.base import ChatModel, ChatRequest
 from ...llm.replies import extract_json_object
 from ...profiles import DialectProfile
 from ...report import VerificationReport
-from ...schema import Schema, render_schema
 from ..calls import call_model
 from ..common.slicer import slice_from_columns
 from ..common.slices import SchemaSlice

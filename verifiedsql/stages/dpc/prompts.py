@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...db.schema import Table, render_table
 from ...llm.base import Message, messages
 from ...llm.replies import error_tail
-from ...schema import Table, render_table
 
 # --- tester (DPC appendix A.2) -------------------------------------------------------------------
 

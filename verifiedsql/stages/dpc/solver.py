@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 
 import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
-from ...deadline import Deadline
 from ...errors import LLMError, SandboxError, SandboxUnavailableError
+from ...guard.deadline import Deadline
+from ...guard.sandbox import INCIDENT, Sandbox
 from ...llm.base import ChatModel, ChatRequest, Message
 from ...llm.replies import extract_python, follow_up
 from ...llm.rows import render_dataframe
 from ...report import VerificationReport
 from ...results import ResultSet
-from ...sandbox import INCIDENT, Sandbox
 from ..calls import call_model
 from ..common.frames import slice_frames
 from ..common.slices import Rows, SchemaSlice

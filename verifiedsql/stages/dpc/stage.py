@@ -17,10 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...config import Options
+from ...db.schema import Schema
 from ...errors import QuestionTimeoutError, VerifiedSQLError
 from ...report import Cluster, DualParadigmTest
-from ...schema import Schema
-from ...softf1 import bipartite_soft_f1
 from ..base import Pool, Stage
 from ..cluster import Selection
 from ..common.scratch import TIMEOUT_S as SCRATCH_TIMEOUT_S
@@ -33,6 +32,7 @@ from .data import MDD
 from .mdd import find_mdd
 from .mdd_model import synthesize_mdd
 from .model_slicer import model_slice
+from .softf1 import bipartite_soft_f1
 from .solver import solve
 
 SHOWN_ROWS = 30  # rows of each table or result copied into the report

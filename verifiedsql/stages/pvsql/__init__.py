@@ -3,7 +3,7 @@
 - Value grounding (``grounding.py``): option ``ground_values``; report ``value_matches``; stage ``ValueGrounding``.
 - Model probes (``probe.py``): options ``probe``, ``max_probes``, ``probe_timeout_s``; report ``probes`` and
   ``findings``; stage ``ModelProbing``.
-- Verify and repair (``constraints.py``, ``verify.py``): options ``verify``, ``max_repairs``; report
+- Verify and repair (``constraints.py``, ``verify_repair.py``): options ``verify``, ``max_repairs``; report
   ``constraints`` and each candidate's ``repairs``/``violations``; stage ``VerifyAndRepair``.
 - Constraint repair without the model (``rules.py``, ``rule_repair.py``): option ``constraint_repair``; the
   arithmetic the question's words ask for, repaired on the AST; report ``constraints`` and each candidate's
@@ -14,6 +14,6 @@ Prompts: ``prompts.py``. All four are context stages.
 from .grounding import ValueGrounding
 from .probe import ModelProbing
 from .rule_repair import ConstraintRepair
-from .verify import VerifyAndRepair
+from .verify_repair import VerifyAndRepair
 
 __all__ = ["ConstraintRepair", "ModelProbing", "ValueGrounding", "VerifyAndRepair"]

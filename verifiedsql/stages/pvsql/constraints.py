@@ -17,8 +17,8 @@ from typing import TypeVar
 
 from sqlglot import exp
 
+from ...guard.safety import parse_one_query
 from ...profiles import DialectProfile, profile_for
-from ...safety import parse_one_query
 
 E = TypeVar("E", bound=exp.Expression)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...config import Options
+from ...db.schema import Schema, Table
 from ...errors import QueryError, QueryTimeoutError, UnsafeSQLError
 from ...report import MatchKind, ValueMatch
-from ...schema import Schema, Table
 from ..common.catalog import Catalog
 from ..common.terms import TEXT_TYPE, question_terms
 from ..common.values import distinct_scan

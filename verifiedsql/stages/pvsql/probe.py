@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...config import Options
+from ...db.schema import Schema
 from ...errors import (
     LLMError,
     QueryError,
@@ -22,7 +23,6 @@ from ...errors import (
 )
 from ...llm.replies import first_json
 from ...report import Probe
-from ...schema import Schema
 from ..base import Stage
 from ..common.probes import bound_probe, example_probe, preview
 from ..context import QuestionContext

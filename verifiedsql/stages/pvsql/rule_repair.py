@@ -18,7 +18,7 @@ from sqlglot.errors import SqlglotError
 
 from ...config import Options
 from ...errors import UnsafeSQLError
-from ...safety import parse_one_query
+from ...guard.safety import parse_one_query
 from ..context import QuestionContext
 from ..generate import CandidateRun, Execution, execute_candidate
 from .rules import Env, Rules, problems, read_rules, repair

@@ -26,7 +26,7 @@ from typing import Literal
 
 from sqlglot import exp
 
-from ...schema import Column, Schema, Table
+from ...db.schema import Column, Schema, Table
 from ..common.catalog import Catalog
 from ..common.facts import date_like
 from ..common.frames import column_kind

@@ -25,10 +25,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...config import Options
+from ...db.schema import Schema, render_schema
 from ...llm.base import ChatModel
 from ...llm.prompts import generation_messages
 from ...report import VerificationReport
-from ...schema import Schema, render_schema
 from ..common.grouping import TableGroup, group_tables, render_group, sample_depth
 from ..common.linking import lexical_scores, link_order, model_votes, named_groups, neighbours
 from ..context import QuestionContext

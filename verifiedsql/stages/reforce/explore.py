@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...db.schema import Schema
 from ...errors import (
     LLMError,
     QueryError,
@@ -23,7 +24,6 @@ from ...errors import (
 from ...llm.base import Message
 from ...llm.replies import extract_sql, first_json, sql_blocks
 from ...report import Exploration, LLMPurpose
-from ...schema import Schema
 from ..base import Stage
 from ..common.probes import bound_probe, example_probe, preview
 from .prompts import explore_fix_messages, explore_messages, render_explorations

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
-from ...schema import Schema, Table
+from ...db.schema import Schema, Table
 from ..common.frames import slice_frames
 from ..common.grouping import group_tables
 from ..common.linking import HIGH_SCORE_FRACTION, lexical_scores, link_order, named_groups, neighbours

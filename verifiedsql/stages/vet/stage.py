@@ -13,7 +13,7 @@ answers reads like the one asked.
    comparison with the trace runs on the rows the trace saw: on the database itself, or, when a table was
    cut at ``vet_max_rows``, on a scratch copy of those rows.
 4. Question reconstruction: the model states the question the SQL answers; its similarity to the asked
-   question must reach ``vet_similarity`` (``verifiedsql.similarity``; reported as not run without it).
+   question must reach ``vet_similarity`` (``verifiedsql.stages.vet.similarity``; reported as not run without it).
 
 As a stage, an accepted SQL joins the pool as a ``vet`` candidate that votes like the others and wins the
 ties it is part of. Model-written Python only ever runs in the bubblewrap sandbox: without one the stage
@@ -24,14 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ...config import Options
+from ...db.schema import render_table
 from ...errors import LLMError, QueryError, QueryTimeoutError, SandboxError, SliceError
+from ...guard.sandbox import INCIDENT
 from ...llm.replies import error_tail, extract_python, follow_up, yes_no
 from ...llm.rows import render_dataframe, render_rows
 from ...report import Candidate, Cluster, Trace, TraceStep
 from ...results import ResultSet, results_equivalent
-from ...sandbox import INCIDENT
-from ...schema import render_table
-from ...similarity import Similarity, offline_similarity, unavailable_reason
 from ..base import Pool, Stage
 from ..cluster import Selection, join_pool
 from ..common.scratch import TIMEOUT_S as SCRATCH_TIMEOUT_S
@@ -49,6 +48,7 @@ from .prompts import (
     step_repair_feedback,
     stop_messages,
 )
+from .similarity import Similarity, offline_similarity, unavailable_reason
 from .steps import outside_columns, outside_tables, rows_in, sanity_problem, step_shape, with_result
 
 SQL_ATTEMPTS = 3

@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterable, Literal, Mapping
 
+from ..profiles import DialectProfile
 from .boundary import SECRET_RELATIONS
 from .callscan import function_calls
-from .profiles import DialectProfile
 
 Position = Literal["scalar", "table", "any"]  # where a call stands: an expression, FROM, or not known
 

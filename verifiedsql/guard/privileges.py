@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 LOGGER = logging.getLogger("verifiedsql")
 RECIPE = "CREATE ROLE {role} NOLOGIN; GRANT pg_read_all_data TO {role}; GRANT {role} TO {login};"

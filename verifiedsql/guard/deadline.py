@@ -7,8 +7,8 @@ import math
 import time
 from dataclasses import replace
 
-from .errors import LLMError, QuestionTimeoutError
-from .llm.base import ChatModel, ChatRequest, ChatResponse
+from ..errors import LLMError, QuestionTimeoutError
+from ..llm.base import ChatModel, ChatRequest, ChatResponse
 from .watchdog import run_within
 
 MIN_WORK_S = 0.1  # with less time left than this, no model call or query is started

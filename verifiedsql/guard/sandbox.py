@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import IO, Any, Callable
 
-from .errors import SandboxError, SandboxUnavailableError
+from ..errors import SandboxError, SandboxUnavailableError
 
 __all__ = ["Incident", "Sandbox", "SandboxResult"]
 

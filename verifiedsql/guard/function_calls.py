@@ -19,8 +19,8 @@ from typing import Any, Iterator
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from ..errors import ConfigurationError
 from .callscan import function_calls
-from .errors import ConfigurationError
 from .functions import Position
 from .jsontree import json_nodes
 

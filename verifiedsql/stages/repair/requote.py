@@ -1,4 +1,4 @@
-"""Quotes that the SQL leaves out where the schema's names need them (one of ``stages/repair.py``'s repairs).
+"""Quotes that the SQL leaves out where the schema's names need them (one of the repairs in this package).
 
 A model often writes a name with spaces or other signs as bare words (``FROM Customer Info``, ``SUM(Preis
 (EUR))``), a table that is a reserved word unquoted (``FROM order``), or a name in MySQL's backticks where the
@@ -21,8 +21,8 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
-from ..schema import reserved_words
-from .common.catalog import Catalog
+from ...db.schema import reserved_words
+from ..common.catalog import Catalog
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _QUOTES = "'\"`["  # how a string literal or a quoted name starts

@@ -25,25 +25,25 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 import sqlalchemy as sa
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
+from ..backends import registry
+from ..config import Options
+from ..errors import ConfigurationError, QueryError, QueryTimeoutError, SessionStateError, UnsafeSQLError
+from ..guard.boundary import current_catalogs, relation_refusal
+from ..guard.bounded import Workers, run_statement
+from ..guard.contain import as_query_error
+from ..guard.functions import FunctionPolicy, load_policy
+from ..guard.privileges import check_role
+from ..guard.readonly import STRATEGIES, Strategy
+from ..guard.redact import engine_error
+from ..guard.safety import check_query
+from ..profiles import DialectProfile, profile_for
+from ..results import ResultSet
 from . import samples
-from .backends import registry
-from .boundary import current_catalogs, relation_refusal
-from .bounded import Workers, run_statement
 from .catalog_reflect import Catalog, inspected
-from .config import Options
-from .contain import as_query_error
-from .errors import ConfigurationError, QueryError, QueryTimeoutError, SessionStateError, UnsafeSQLError
-from .functions import FunctionPolicy, load_policy
-from .privileges import check_role
-from .profiles import DialectProfile, profile_for
-from .readonly import STRATEGIES, Strategy
-from .redact import engine_error
-from .results import ResultSet
-from .safety import check_query
 from .schema import Column, ForeignKey, Schema, Table
 
 if TYPE_CHECKING:
-    from .deadline import Deadline
+    from ..guard.deadline import Deadline
 
 # The connection a question was asked on (set by ``Database.asked_on``), per thread or task.
 _CALLER: ContextVar[sa.Connection | None] = ContextVar("verifiedsql_caller", default=None)
@@ -71,7 +71,7 @@ class Database:
                 raise ConfigurationError(f"question_role is PostgreSQL-only; on {self.profile.name}, connect as a "
                                          "user with read-only grants instead.")
             self._strategy = partial(strategy, role=options.question_role)
-        self.warnings: list[str] = []  # about the connection's rights (verifiedsql.privileges), for reports
+        self.warnings: list[str] = []  # about the connection's rights (verifiedsql.guard.privileges), for reports
         self._role_checked = False
         self._schema: Schema | None = None
         self._sampled: dict[str, Table] = {}  # tables with their samples, by name (with_samples)
@@ -167,7 +167,7 @@ class Database:
                          secret_columns=policy.columns if policy else None)
 
     def functions(self, conn: sa.Connection | None = None) -> FunctionPolicy | None:
-        """Which functions generated SQL may call here (``verifiedsql.functions``), read from the engine's
+        """Which functions generated SQL may call here (``verifiedsql.guard.functions``), read from the engine's
         catalog once, through the engine guard, on ``conn`` or a connection of its own."""
         if self._functions is None:
             if conn is None:
@@ -189,7 +189,7 @@ class Database:
 
     def _run_on(self, conn: sa.Connection, sql: str, cap: int, timeout_s: float) -> ResultSet:
         """The engine guard and the fetch of ``run_query`` (the statement guard must have passed), held to
-        the time, value and result-size bounds of ``verifiedsql.bounded``."""
+        the time, value and result-size bounds of ``verifiedsql.guard.bounded``."""
         result = run_statement(self._guarded(conn), conn.connection.driver_connection, sql, self.profile, timeout_s,
                                row_cap=cap, max_bytes=self.options.max_result_bytes, workers=self._workers)
         assert result is not None

@@ -7,8 +7,8 @@ rewrite every reference to them. Run from anywhere inside the repository:
 It is idempotent: a second run finds nothing to move and nothing to rewrite. It fails (exit status 1, before
 changing anything) on what it cannot map: a top-level module that is neither moved nor kept, a module both
 at its old and its new place, an import of a module that exists nowhere after the moves, a mention of a
-moved module in the README's architecture tree it cannot place. Not part of the package; delete it once the
-layout is on main.
+moved module in the architecture tree (``docs/architecture.md``) it cannot place. Not part of the package;
+delete it once the layout is on main and no branch from before it is left to move.
 
 What it rewrites, in verifiedsql/, tests/, benchmarks/ (not the recorded runs), scripts/, examples/,
 pyproject.toml, .ci/, README.md, mkdocs.yml and docs/:
@@ -16,10 +16,11 @@ pyproject.toml, .ci/, README.md, mkdocs.yml and docs/:
 * imports, absolute (``verifiedsql.guard.safety``) and relative (``from ..safety import``, ``from . import
   safety``), each relative import re-expressed from the importing module's new place;
 * dotted names and paths in text: ``verifiedsql.readonly.x`` in strings and comments, ``verifiedsql/bounded.py``;
-* in Markdown, a module named by its bare file name in backticks (``safety.py``), which the README uses for the
+* in Markdown, a module named by its bare file name in backticks (``safety.py``), which the docs use for the
   top-level modules only, becomes its path under verifiedsql/ (``guard/safety.py``);
-* the architecture tree (a fenced block starting with ``verifiedsql/``): moved entries go under their new
-  package, entries for packages that did not exist are made, descriptions are kept;
+* the architecture tree (the fenced block starting with ``verifiedsql/`` on ``docs/architecture.md``, which
+  tests/test_readme_tables.py checks): moved entries go under their new package, entries for packages that did
+  not exist are made, descriptions are kept;
 * ``[tool.setuptools] packages`` in pyproject.toml gains the new packages.
 """
 
@@ -76,9 +77,10 @@ INIT_DOCS = {
 }
 SCANNED = ("verifiedsql", "tests", "benchmarks", "scripts", "examples", ".ci")
 SKIPPED = ("benchmarks/runs", "benchmarks/data", "benchmarks/results", "scripts/restructure_layout.py")
-# path-like text left alone: a synthetic tree that tests the README tree parser, not a real path
+# path-like text left alone: a synthetic tree that tests the architecture tree's parser, not a real path
 PATH_TEXT_EXEMPT = {"tests/test_readme_tables.py"}
 TEXT_FILES = ("pyproject.toml", "mkdocs.yml", "README.md")
+ARCHITECTURE_PAGE = "docs/architecture.md"  # the one page with the package's tree
 LINE_LENGTH = 120  # ruff's, in pyproject.toml
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".sh", ".txt", ".yml", ".yaml", ".cfg", ".ini", ".json", ""}
 
@@ -224,7 +226,7 @@ def rewrite_paths(text: str, modules: dict[str, str]) -> str:
 
 def rewrite_markdown(text: str, modules: dict[str, str], where: str, log: list[str]) -> str:
     text = rewrite_paths(rewrite_dotted(text, modules), modules)
-    for old, new in modules.items():  # `safety.py`: the README names top-level modules by file name alone
+    for old, new in modules.items():  # `safety.py`: the docs name top-level modules by file name alone
         if old.count(".") != 1:
             continue
         bare, moved = old.split(".")[1] + ".py", new.split(".", 1)[1].replace(".", "/") + ".py"
@@ -366,7 +368,13 @@ def rewrite_trees(text: str, modules: dict[str, str], where: str, log: list[str]
 
 
 def rewrite_markdown_file(text: str, modules: dict[str, str], where: str, log: list[str]) -> str:
-    text, spans = rewrite_trees(text, modules, where, log)
+    """A Markdown file rewritten: the tree on the architecture page, the module names and paths everywhere."""
+    if where == ARCHITECTURE_PAGE:
+        text, spans = rewrite_trees(text, modules, where, log)
+        if not spans:
+            raise Unmappable(f"{where}: no architecture tree (a fenced block starting with `verifiedsql/`)")
+    else:
+        spans = []
     pieces, last = [], 0
     for start, end in spans:
         pieces += [rewrite_markdown(text[last:start], modules, where, log), text[start:end]]

@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Iterator, Literal
 
-from . import backends
-from .errors import ConfigurationError
+from .. import backends
+from ..errors import ConfigurationError
 from .sqlshape import Shape, one_typo_apart, shape_of, with_placeholders
 
 Kind = Literal["sql", "question", "malformed"]

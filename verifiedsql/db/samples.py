@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .results import ResultSet
+from ..results import ResultSet
 from .schema import Column, Table
 
 UNTYPED_NULL_UNITES = ("sqlite", "duckdb")  # engines whose union gives a NULL the other branches' type

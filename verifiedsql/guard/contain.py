@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .errors import QueryError, VerifiedSQLError
+from ..errors import QueryError, VerifiedSQLError
 from .redact import ENGINE_ERROR_CHARS, engine_error
 from .sqlshape import skip_comment, skip_quoted
 

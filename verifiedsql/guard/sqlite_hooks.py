@@ -2,7 +2,7 @@
 
 Python's ``sqlite3`` cannot read an authorizer or progress handler back, so a statement guard that has to
 install its own on the caller's connection cannot put the caller's back by itself. Most questions never
-touch the caller's connection: ``verifiedsql.bounded`` runs them on a read-only connection of their own
+touch the caller's connection: ``verifiedsql.guard.bounded`` runs them on a read-only connection of their own
 to the same files (or on a copy of a small in-memory database). Where it cannot (a large in-memory
 database), the guard runs on the caller's connection and afterwards re-installs the hooks remembered
 here: those set through ``verifiedsql.dbapi``'s ``Connection.set_authorizer`` /

@@ -29,7 +29,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import SessionStateError
+from ..errors import SessionStateError
 
 LOGGER = logging.getLogger("verifiedsql")
 _MAX_UNLOCKS = 10_000  # a lock taken in a loop is released as often; this bounds a misbehaving server

@@ -14,11 +14,11 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from . import calls
+from ..errors import UnparseableSQLError, UnsafeSQLError
+from ..profiles import DialectProfile
+from . import function_calls as calls
 from .contain import sql_nesting_problem, sql_size_problem
-from .errors import UnparseableSQLError, UnsafeSQLError
 from .functions import FunctionPolicy, name_policy, refusal_message
-from .profiles import DialectProfile
 
 QUERY_ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Subquery)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import backends
-from .errors import OpenTransactionError, UnknownBackendError
+from .. import backends
+from ..errors import OpenTransactionError, UnknownBackendError
 
 
 def module_root(raw: Any) -> str:

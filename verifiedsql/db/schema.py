@@ -72,7 +72,7 @@ def reserved_words(engine: str) -> frozenset[str]:
 def reserved_anywhere() -> frozenset[str]:
     """The words reserved on any registered engine: the prompt's DDL quotes a name that is one of them (``order``),
     whatever the engine, so that the model sees it quoted."""
-    from .backends import names  # the registry imports the engines' modules, which import this one
+    from ..backends import names  # the registry imports the engines' modules, which import this one
 
     return frozenset().union(*(reserved_words(engine) for engine in names()))
 

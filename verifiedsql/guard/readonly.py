@@ -68,14 +68,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Iterator
 
-from . import backends, calls, session_state, sqlite_hooks
+from .. import backends
+from ..errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError, VerifiedSQLError
+from ..profiles import DialectProfile
+from . import function_calls as calls
+from . import session_state, sqlite_hooks
 from .boundary import duckdb_relation_refusal, plan_relation_refusal
 from .bounded import postgresql_stream
 from .echo import unwrapped
-from .errors import OpenTransactionError, QueryError, QueryTimeoutError, UnsafeSQLError, VerifiedSQLError
 from .functions import PG_CATALOG, FunctionPolicy, name_policy, postgresql_policy, refusal_message
 from .jsontree import json_nodes
-from .profiles import DialectProfile
 from .redact import clip, engine_error
 from .safety import check_query, is_file_path
 

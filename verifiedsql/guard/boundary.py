@@ -22,9 +22,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlglot import exp
 
-from .errors import UnsafeSQLError
+from ..errors import UnsafeSQLError
+from ..profiles import DialectProfile
 from .jsontree import json_nodes
-from .profiles import DialectProfile
 
 # System relations (tables and views) whose rows are secrets or server internals, by engine; refused in
 # the engine's system schema or unqualified, whatever ``schema=`` says.

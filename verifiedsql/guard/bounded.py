@@ -35,9 +35,9 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 from urllib.parse import quote
 
-from .errors import QueryError, QueryTimeoutError
-from .profiles import DialectProfile
-from .results import ResultSet
+from ..errors import QueryError, QueryTimeoutError
+from ..profiles import DialectProfile
+from ..results import ResultSet
 from .watchdog import GRACE_S, run_within
 
 Cursor = Any

@@ -1,0 +1,114 @@
+"""Dialect functions: a function the engine does not know, read as MySQL and written in the engine's
+dialect by sqlglot; on SQLite, date parts through ``STRFTIME``. Also the reader of date-part calls."""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from .problems import Option, PlannerBase, Problem
+
+_FUNCTION_ERRORS = (
+    re.compile(r"no such function: (\w+)", re.IGNORECASE),
+    re.compile(r"function (\w+)\(\) is not allowed .*not a function this database knows", re.IGNORECASE),
+    re.compile(r"function (?:\w+\.)?(\w+)\([^)]*\) does not exist", re.IGNORECASE),
+    re.compile(r"function with name \"?(\w+)\"? does not exist", re.IGNORECASE),
+    re.compile(r"unknown function:? \"?(\w+)", re.IGNORECASE),
+)
+
+_PARTS = {"YEAR": "%Y", "MONTH": "%m", "DAY": "%d"}
+
+
+class FunctionRepairs(PlannerBase):
+    """Functions the engine does not know."""
+
+    def _function_problems(self) -> list[Problem]:
+        """Functions the engine does not know, as the error names them: read as MySQL and written in the
+        engine's dialect by sqlglot; on SQLite, date parts through STRFTIME."""
+        named = {m.group(1).lower() for pattern in _FUNCTION_ERRORS for m in pattern.finditer(self.error)}
+        if self.engine != "sqlite":
+            named -= {"extract", "date_part"}  # on the others, a type error: see _type_problems
+        if not named:
+            return []
+        found: list[Problem] = []
+        for node in list(self.tree.find_all(exp.Func)):
+            name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+            date_part = isinstance(node, (exp.Year, exp.Month, exp.Day, exp.Extract))
+            if name in named or (self.engine == "sqlite" and date_part):
+                if (option := self._translation(node)) is not None:
+                    found.append(Problem([option]))
+        return found
+
+    def _translation(self, node: exp.Func) -> Option | None:
+        before = node.sql(dialect="mysql")  # as a model with MySQL habits wrote it
+
+        def translated() -> exp.Expr | None:
+            replacement: exp.Expr | None = None
+            if isinstance(node, exp.Anonymous):
+                parsed = sqlglot.parse_one(node.sql(dialect="mysql"), read="mysql")
+                if parsed is not None and not isinstance(parsed, exp.Anonymous):
+                    replacement = parsed
+            if self.engine == "sqlite":
+                replacement = _sqlite_date_part(replacement or node) or replacement
+            return replacement
+
+        try:
+            preview = translated()
+            after = (preview or node).sql(dialect=self.dialect)
+        except (SqlglotError, RecursionError, ValueError):
+            return None
+        if not after or after == before and preview is None:
+            return None
+
+        def apply() -> None:
+            if (replacement := translated()) is not None:
+                node.replace(replacement)
+
+        return Option(f"{before} -> {after} (written for {self.dialect})", apply, node)
+
+
+def date_part(node: exp.Expr) -> tuple[str, exp.Expr] | None:
+    """(YEAR/MONTH/DAY, the argument) of a date-part call: YEAR(x), EXTRACT(YEAR FROM x),
+    DATE_PART('year', x), STRFTIME('%Y', x)."""
+    for cls, part in ((exp.Year, "YEAR"), (exp.Month, "MONTH"), (exp.Day, "DAY")):
+        if isinstance(node, cls):
+            return part, _unwrap_date(node.this)
+    if isinstance(node, exp.Extract):
+        part = node.this.name.upper() if isinstance(node.this, (exp.Var, exp.Identifier, exp.Literal)) else ""
+        return (part, _unwrap_date(node.expression)) if part in _PARTS else None
+    if isinstance(node, exp.TimeToStr):
+        pair = (node.args.get("format"), node.this)
+        for fmt, argument in (pair, pair[::-1]):  # DuckDB's STRFTIME(x, fmt) written as SQLite's (fmt, x)
+            if isinstance(fmt, exp.Literal) and argument is not None and not isinstance(argument, exp.Literal):
+                named = next((p for p, f in _PARTS.items() if fmt.name == f), "")
+                return (named, _unwrap_date(argument)) if named else None
+        return None
+    if isinstance(node, exp.Anonymous) and node.name.lower() in ("date_part", "datepart", "strftime") \
+            and len(node.expressions) == 2:
+        first, second = node.expressions
+        if node.name.lower() == "strftime":
+            part = next((p for p, f in _PARTS.items() if isinstance(first, exp.Literal) and first.name == f), "")
+        else:
+            part = first.name.upper() if isinstance(first, (exp.Literal, exp.Var, exp.Column)) else ""
+        return (part, _unwrap_date(second)) if part in _PARTS else None
+    return None
+
+
+def _unwrap_date(node: exp.Expr) -> exp.Expr:
+    """``x`` from the date conversions sqlglot wraps arguments in (``DATE(x)``, ``CAST(x AS DATE)``)."""
+    while isinstance(node, (exp.TsOrDsToDate, exp.Date, exp.TsOrDsToTimestamp)) and node.this is not None:
+        node = node.this
+    return node
+
+
+def _sqlite_date_part(node: exp.Expr) -> exp.Expr | None:
+    """``CAST(STRFTIME('%Y', x) AS INTEGER)`` for a year, month or day part, on SQLite."""
+    found = date_part(node)
+    if found is None or isinstance(node, exp.TimeToStr) or isinstance(node, exp.Anonymous):
+        return None
+    part, argument = found
+    call = exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string(_PARTS[part]), argument.copy()])
+    return exp.Cast(this=call, to=exp.DataType.build("INTEGER"))
