@@ -230,3 +230,13 @@ def test_bench_calibrate_fits_on_one_half_and_reports_on_the_other():
     assert figures["calls_per_question"] < figures["calls_without_stop"] and figures["ex"] == figures[
         "ex_without_stop"]
     assert Calibration.from_json(json.loads(json.dumps(calibration.to_json()))) == calibration
+
+
+def test_a_fit_given_to_the_bench_reaches_only_the_strategies_that_use_calibration():
+    from verifiedsql.bench.strategies import strategy_options
+
+    base = {"local_model": "0.5b", "calibration": "/tmp/fit.json"}
+    assert strategy_options("default+calibrated", base).calibration == "/tmp/fit.json"
+    assert strategy_options("default+sure", base).calibration == "/tmp/fit.json"
+    assert strategy_options("default", base).calibration == "off"
+    assert strategy_options("default+calibrated", {"local_model": "0.5b"}).calibration is None

@@ -41,6 +41,16 @@ def add_run_arguments(parser: argparse.ArgumentParser, written: str) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--report-only", action="store_true",
                         help=f"write the {written} from the records stored so far; answer nothing")
+    parser.add_argument("--calibration", type=Path,
+                        help="a fit written by `bench calibrate --out`, for the strategies that use the model's "
+                             "calibration (default+calibrated, default+sure) in place of the one shipped")
+
+
+def run_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``RunSettings`` values of the arguments ``add_run_arguments`` added."""
+    options = {"calibration": str(args.calibration)} if args.calibration else {}
+    return {"cache_path": args.cache, "replay": args.replay, "model": args.model, "out_dir": args.out,
+            "report_only": args.report_only, "options": options}
 
 
 def add_bench_commands(subparsers: Any) -> None:
@@ -118,8 +128,7 @@ def run_analytics_command(args: argparse.Namespace) -> int:
 
     config = AnalyticsConfig(
         set_dir=args.set_dir, engine=args.engine, pg_url=args.pg_url, seed=args.seed, n=args.n,
-        strategies=parse_strategies(args.strategies), cache_path=args.cache, replay=args.replay, model=args.model,
-        out_dir=args.out, report_only=args.report_only,
+        strategies=parse_strategies(args.strategies), **run_settings(args),
     )
     run = run_analytics(config, progress=(lambda line: None) if args.quiet else print_progress)
     for strategy, figures in run.summary.items():
@@ -163,7 +172,7 @@ def run_scope_command(args: argparse.Namespace) -> int:
 
     config = ScopeConfig(
         questions_path=args.questions, data_dir=args.data, n=args.n, strategies=parse_strategies(args.strategies),
-        cache_path=args.cache, replay=args.replay, model=args.model, out_dir=args.out, report_only=args.report_only,
+        **run_settings(args),
     )
     run = run_scope(config, progress=(lambda line: None) if args.quiet else print_progress)
     for strategy, figures in run.summary.items():
@@ -229,8 +238,7 @@ def run_spider_command(args: argparse.Namespace) -> int:
 
     config = SpiderConfig(
         data_dir=args.data, n=None if args.all else args.n, seed=args.seed, engine=args.engine,
-        pg_url=args.pg_url, strategies=parse_strategies(args.strategies), cache_path=args.cache,
-        replay=args.replay, model=args.model, out_dir=args.out, report_only=args.report_only,
+        pg_url=args.pg_url, strategies=parse_strategies(args.strategies), **run_settings(args),
     )
     run = run_spider(config, progress=(lambda line: None) if args.quiet else print_progress)
     for strategy, m in run.summaries.items():

@@ -115,5 +115,9 @@ LIBRARY_DEFAULT = "default+scope"  # the strategy that is the library's default 
 
 
 def strategy_options(name: str, base: Mapping[str, Any]) -> Options:
-    """The Options for strategy ``name``: ``base`` values, then ``BASELINE``, with the strategy's overrides on top."""
-    return Options.build({**base, **BASELINE, **STRATEGIES[name]})
+    """The Options for strategy ``name``: ``base`` values, then ``BASELINE``, with the strategy's overrides on top.
+    A strategy that uses the model's calibration (``calibration`` None) uses the one ``base`` names, if any."""
+    values = {**base, **BASELINE, **STRATEGIES[name]}
+    if STRATEGIES[name].get("calibration", "off") is None and base.get("calibration") is not None:
+        values["calibration"] = base["calibration"]
+    return Options.build(values)
