@@ -1,6 +1,6 @@
-"""A throw-away PostgreSQL 15 server on 127.0.0.1: ``tests/conftest.py``'s ``postgres_url``,
-``benchmarks/test_perf_schema.py`` and the hostile suite's server that goes away start theirs here. The server
-itself is ``verifiedsql.bench.pgserver``'s (``bench verify`` starts one too)."""
+"""A throw-away PostgreSQL 15 server on 127.0.0.1: ``tests/conftest.py``'s ``postgres_url``, the benchmarks'
+``postgres_server`` (``benchmarks/conftest.py``) and the hostile suite's server that goes away start theirs
+here. The server itself is ``verifiedsql.bench.pgserver``'s (``bench verify`` starts one too)."""
 
 from __future__ import annotations
 

@@ -268,9 +268,9 @@ def sample_queries(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     queries: list[str] = []
     run_on = Database._run_on
 
-    def counting(self: Database, conn: Any, sql: str, cap: int, timeout_s: float) -> Any:
+    def counting(self: Database, conn: Any, sql: str, cap: int, timeout_s: float, **engine: Any) -> Any:
         queries.append(sql)
-        return run_on(self, conn, sql, cap, timeout_s)
+        return run_on(self, conn, sql, cap, timeout_s, **engine)
 
     monkeypatch.setattr(Database, "_run_on", counting)
     return queries
@@ -319,9 +319,9 @@ def test_lazy_samples_keep_to_the_questions_deadline(engine_factory, monkeypatch
     timeouts: list[float] = []
     run_on = Database._run_on
 
-    def timed(self: Database, conn: Any, sql: str, cap: int, timeout_s: float) -> Any:
+    def timed(self: Database, conn: Any, sql: str, cap: int, timeout_s: float, **engine: Any) -> Any:
         timeouts.append(timeout_s)
-        return run_on(self, conn, sql, cap, timeout_s)
+        return run_on(self, conn, sql, cap, timeout_s, **engine)
 
     monkeypatch.setattr(Database, "_run_on", timed)
     db = Database(engine, options(sample_values=2))

@@ -311,9 +311,9 @@ def test_reflect_samples_in_one_query_per_batch_of_tables(shop_engine: sa.Engine
     statements: list[str] = []
     run_on = Database._run_on
 
-    def counting(self, conn, sql, cap, timeout_s):
+    def counting(self, conn, sql, cap, timeout_s, **engine):
         statements.append(sql)
-        return run_on(self, conn, sql, cap, timeout_s)
+        return run_on(self, conn, sql, cap, timeout_s, **engine)
 
     monkeypatch.setattr(Database, "_run_on", counting)
     schema = db.reflect()

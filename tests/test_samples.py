@@ -44,6 +44,45 @@ def test_a_batch_the_engine_rejects_is_read_one_table_at_a_time(shop_engine: sa.
     assert Database(shop_engine, options()).reflect() == eager
 
 
+def test_duckdb_reads_a_batch_unoptimized_behind_the_engine_guard(tmp_path: Any) -> None:
+    """DuckDB's sample batches run with the optimizer off (``readonly.duckdb``'s ``optimize``), on the guard's
+    duplicate connection only: the user's connection, and the guard's next statement, keep the optimizer;
+    and a statement run that way still passes the engine guard."""
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'small.duckdb'}")
+    with engine.begin() as conn:
+        for i in range(3):
+            conn.exec_driver_sql(f"CREATE TABLE t{i} (id INTEGER PRIMARY KEY, label TEXT)")
+            conn.exec_driver_sql(f"INSERT INTO t{i} VALUES (1, 'one'), (2, 'two')")
+    query = "SELECT label FROM t0 WHERE 1 = 0"  # optimized, its plan is an empty result; else a filter
+    db = Database(engine, options())
+    optimized: list[bool] = []
+    run_on = Database._run_on
+
+    def recording(self: Database, conn: Any, sql: str, cap: int, timeout_s: float, **engine: Any) -> Any:
+        optimized.append(engine.get("optimize", True))
+        return run_on(self, conn, sql, cap, timeout_s, **engine)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Database, "_run_on", recording)
+        schema = db.reflect()
+    assert optimized == [False] and all(c.samples for t in schema.tables for c in t.columns)
+
+    def plan(conn: sa.Connection, **engine: Any) -> str:
+        with db._guarded(conn, **engine)(conn.connection.driver_connection, query, db.profile, 5.0,
+                                         plan=True) as cursor:
+            return str(cursor.fetchall()[0][1])
+
+    with db._connect() as conn:
+        assert "EMPTY_RESULT" in conn.exec_driver_sql(f"EXPLAIN {query}").all()[0][1]  # the user's connection
+        assert "EMPTY_RESULT" not in plan(conn, optimize=False) and "FILTER" in plan(conn, optimize=False)
+        assert "EMPTY_RESULT" in plan(conn)  # the next duplicate
+        assert "EMPTY_RESULT" in conn.exec_driver_sql(f"EXPLAIN {query}").all()[0][1]
+        with pytest.raises(verifiedsql.UnsafeSQLError) as refused:
+            db._run_on(conn, "SELECT * FROM read_text('/etc/hostname')", 10, 5.0, optimize=False)
+        assert refused.value.layer == "engine"
+    engine.dispose()
+
+
 def test_batches_keep_to_their_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(samples, "BATCH_TABLES", 3)
     monkeypatch.setattr(samples, "BATCH_SLOTS", 5)
@@ -106,10 +145,10 @@ def test_a_schema_beyond_every_window_is_compressed_before_the_first_call(tmp_pa
     sampled: list[str] = []
     run_on = Database._run_on
 
-    def recording(self: Database, conn: Any, sql: str, cap: int, timeout_s: float) -> Any:
+    def recording(self: Database, conn: Any, sql: str, cap: int, timeout_s: float, **engine: Any) -> Any:
         if "LIMIT 1000" in sql:
             sampled.extend(name for name in names if f"FROM {name} LIMIT" in sql)
-        return run_on(self, conn, sql, cap, timeout_s)
+        return run_on(self, conn, sql, cap, timeout_s, **engine)
 
     monkeypatch.setattr(Database, "_run_on", recording)
     model = ScriptedChatModel(lambda request: fenced("SELECT COUNT(*) FROM orders"))

@@ -183,15 +183,18 @@ def _sqlite_foreign_keys(dialect: Any, rows: list[Any], ddl: str | None, primary
 
 
 def duckdb(conn: sa.Connection, schema: str | None) -> Catalog:
-    """``duckdb_columns()`` of the namespace's ``duckdb_tables()``, and its ``duckdb_constraints()``."""
+    """The namespace's ``duckdb_columns()`` less those of its ``duckdb_views()`` (the columns of its tables:
+    joining ``duckdb_tables()`` instead, which writes each table's DDL, took twice as long), and its
+    ``duckdb_constraints()``."""
     dialect: Any = conn.dialect
     # The namespace as duckdb-sqlalchemy's get_table_names resolves it (schema, or database.schema).
     where, params = dialect._build_query_where(schema_name=schema, default_to_current_schema=True)
     namespace = f"schema_name NOT LIKE 'pg\\_%' ESCAPE '\\'\n{where}"
     rows = _rows(conn, (
         "SELECT c.table_name, c.column_name, c.data_type, c.data_type_id, c.is_nullable FROM duckdb_columns() AS c "
-        "JOIN (SELECT database_name, schema_name, table_name FROM duckdb_tables() WHERE " + namespace + ") AS t "
-        "USING (database_name, schema_name, table_name) WHERE NOT c.internal ORDER BY c.table_name, c.column_index"
+        "WHERE " + namespace + " AND NOT c.internal AND NOT EXISTS (SELECT 1 FROM duckdb_views() AS v "
+        "WHERE v.database_name = c.database_name AND v.schema_name = c.schema_name AND v.view_name = c.table_name) "
+        "ORDER BY c.table_name, c.column_index"
     ), params)
     enum_ids = [row[3] for row in rows if row[2].upper().startswith("ENUM")]
     enums = dialect._duckdb_enum_rows(conn, enum_ids) if enum_ids else {}

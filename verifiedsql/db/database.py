@@ -176,22 +176,22 @@ class Database:
             self._functions = (load_policy(self.profile, conn.connection.driver_connection, self._strategy),)
         return self._functions[0]
 
-    def _guarded(self, conn: sa.Connection) -> Strategy:
+    def _guarded(self, conn: sa.Connection, **engine: Any) -> Strategy:
         """The engine guard, judging functions by this database's policy (and on PostgreSQL and DuckDB the
-        tables read, by ``options.schema``: ``boundary``)."""
+        tables read, by ``options.schema``: ``boundary``); ``engine``: more of the strategy's own keywords."""
         schema = self.options.schema
         boundary = {"schema": schema} if schema and self.profile.name in ("postgresql", "duckdb") else {}
-        return partial(self._strategy, functions=self.functions(conn), **boundary)
+        return partial(self._strategy, functions=self.functions(conn), **boundary, **engine)
 
     def _timeout(self, timeout_s: float | None) -> float:
         limit = self.options.statement_timeout_s
         return limit if timeout_s is None else min(limit, timeout_s)
 
-    def _run_on(self, conn: sa.Connection, sql: str, cap: int, timeout_s: float) -> ResultSet:
+    def _run_on(self, conn: sa.Connection, sql: str, cap: int, timeout_s: float, **engine: Any) -> ResultSet:
         """The engine guard and the fetch of ``run_query`` (the statement guard must have passed), held to
-        the time, value and result-size bounds of ``verifiedsql.guard.bounded``."""
-        result = run_statement(self._guarded(conn), conn.connection.driver_connection, sql, self.profile, timeout_s,
-                               row_cap=cap, max_bytes=self.options.max_result_bytes, workers=self._workers)
+        the time, value and result-size bounds of ``verifiedsql.guard.bounded``; ``engine``: as for ``_guarded``."""
+        result = run_statement(self._guarded(conn, **engine), conn.connection.driver_connection, sql, self.profile,
+                               timeout_s, row_cap=cap, max_bytes=self.options.max_result_bytes, workers=self._workers)
         assert result is not None
         return result
 
@@ -291,13 +291,15 @@ class Database:
         The statement is verifiedsql's own, made only of the catalog's names quoted by the dialect's
         preparer, numbers and NULLs (``samples.batch_sql``): no text of a model or a user is in it. It runs
         behind the engine guard alone; the statement guard's parse of a batch costs far more than its read
-        (0.2 s for 50 tables of 20 columns), and the table-at-a-time reads keep both layers."""
+        (0.2 s for 50 tables of 20 columns), and the table-at-a-time reads keep both layers. DuckDB runs it
+        unoptimized (``readonly.duckdb``'s ``optimize``): its optimizer cost more than the read."""
         timeout = self._timeout(None if deadline is None else deadline.cap(None))
         sql = samples.batch_sql(batch, self.quoted_table, self.engine.dialect.identifier_preparer.quote,
                                 SAMPLE_SCAN_ROWS, typed_nulls=self.profile.name not in samples.UNTYPED_NULL_UNITES)
+        engine = {"optimize": False} if self.profile.read_only_strategy == "duckdb" else {}
         try:
             with as_query_error("sampling the tables"):
-                result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS * len(batch.tables), timeout)
+                result = self._run_on(conn, sql, SAMPLE_SCAN_ROWS * len(batch.tables), timeout, **engine)
         except (QueryError, QueryTimeoutError, UnsafeSQLError):  # read one table at a time below
             result = None
         if result is not None and not result.truncated:
