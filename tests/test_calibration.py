@@ -240,3 +240,12 @@ def test_a_fit_given_to_the_bench_reaches_only_the_strategies_that_use_calibrati
     assert strategy_options("default+sure", base).calibration == "/tmp/fit.json"
     assert strategy_options("default", base).calibration == "off"
     assert strategy_options("default+calibrated", {"local_model": "0.5b"}).calibration is None
+
+
+def test_rank_auc_counts_ties_half_and_needs_both_labels():
+    from verifiedsql.bench.calibrate import rank_auc
+
+    assert rank_auc([0.9, 0.8, 0.1], [True, True, False]) == 1.0
+    assert rank_auc([0.1, 0.9], [True, False]) == 0.0
+    assert rank_auc([0.5, 0.5], [True, False]) == 0.5
+    assert rank_auc([0.5, 0.7], [True, True]) is None

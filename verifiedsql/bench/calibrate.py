@@ -14,6 +14,7 @@ and model calls per question with the stop.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -258,9 +259,10 @@ def _curve(scored: Sequence[tuple[float, bool]]) -> list[list[float]]:
 
 
 def calibrate(records: Sequence[dict[str, Any]], strategy: str, model: str, seed: int = 0,
-              max_ex_loss: float = 0.005) -> tuple[Calibration, dict[str, Any]]:
-    """Fit on one seeded half of ``strategy``'s records, measure on the other; the vote-based rule is fitted on
-    the same fit half (``bench tiers``) for the comparison."""
+              max_ex_loss: float = 0.005, use_stop: bool = True) -> tuple[Calibration, dict[str, Any]]:
+    """Fit on one seeded half of ``strategy``'s records, measure on the other (with the sure stop, or every
+    candidate drawn when ``use_stop`` is false); the vote-based rule is fitted on the same fit half
+    (``bench tiers``) for the comparison."""
     chosen = [r for r in records if r.get("strategy") == strategy and r.get("status") != "llm_error"]
     # a cache whose token scores are being added (llm rescore) has scored a prefix of the seeded questions: the
     # fit and the report keep to the questions with scores
@@ -270,11 +272,35 @@ def calibrate(records: Sequence[dict[str, Any]], strategy: str, model: str, seed
     reported = [r for r in chosen if r["id"] in report_ids]
     calibration = fit_calibration(fitted_on, model, max_ex_loss)
     rule = fit(fitted_on)
-    figures = {"model": model, "strategy": strategy, "seed": seed, "fit_questions": len(fit_ids),
+    figures = {"model": model, "strategy": strategy, "seed": seed, "use_stop": use_stop, "fit_questions": len(fit_ids),
                "report_questions": len(report_ids), "thresholds": calibration.thresholds, "stop": calibration.stop,
-               **measure(reported, calibration, lambda r: _tier(r, rule))}
+               **measure(reported, calibration, lambda r: _tier(r, rule), use_stop)}
     return Calibration(model, calibration.pool, calibration.first, calibration.thresholds, calibration.stop,
                        {k: v for k, v in figures.items() if not k.startswith("risk_coverage")}), figures
+
+
+def rank_auc(values: Sequence[float], labels: Sequence[bool]) -> float | None:
+    """The chance that a right answer's value is above a wrong one's (ties count half); None without both."""
+    right = sorted(v for v, label in zip(values, labels) if label)
+    wrong = sorted(v for v, label in zip(values, labels) if not label)
+    if not right or not wrong:
+        return None
+    above = sum(bisect.bisect_left(wrong, v) + 0.5 * (bisect.bisect_right(wrong, v) - bisect.bisect_left(wrong, v))
+                for v in right)
+    return above / (len(right) * len(wrong))
+
+
+def feature_aucs(records: Sequence[dict[str, Any]], strategy: str) -> dict[str, dict[str, float | None]]:
+    """Each feature's ``rank_auc`` over every scored answer of ``strategy`` (``pool``: the chosen answer against
+    its rightness; ``first``: the greedy candidate alone against its own)."""
+    answered = [r for r in records if r.get("strategy") == strategy and r.get("scored") and _answered(r)]
+    names = sorted({name for r in answered for name in r["features"]})
+    alone = [r for r in answered if r.get("first_features")]
+    return {name: {"pool": rank_auc([r["features"].get(name, 0.0) for r in answered],
+                                    [bool(r.get("correct")) for r in answered]),
+                   "first": rank_auc([r["first_features"].get(name, 0.0) for r in alone],
+                                     [_first_correct(r) for r in alone])}
+            for name in names}
 
 
 def render(figures: dict[str, Any]) -> str:
@@ -298,13 +324,14 @@ def render(figures: dict[str, Any]) -> str:
 
 
 def table_row(figures: dict[str, Any]) -> str:
-    """One split's figures as the docs' table row: model, seed, calibrated and vote-rule ``verified``
-    (precision / coverage), AURC (calibrated / vote rule), EX and model calls per question (with the stop /
-    without)."""
+    """One split's figures as the docs' table row: model, seed, whether the sure stop was on, calibrated and
+    vote-rule ``verified`` (precision / coverage), AURC (calibrated / vote rule), EX and model calls per
+    question (as measured / with every candidate drawn)."""
     percent = lambda value: "none" if value is None else f"{100 * value:.1f}%"  # noqa: E731
     verified, vote = figures["tiers"]["verified"], figures["vote_verified"]
     vote_precision = vote["right"] / vote["answers"] if vote["answers"] else None
-    return (f"| {figures['model']} | {figures['seed']} | {percent(verified['precision'])} / "
+    stop = "sure stop" if figures["use_stop"] else "every candidate"
+    return (f"| {figures['model']} | {figures['seed']} | {stop} | {percent(verified['precision'])} / "
             f"{percent(verified['coverage'])} | {percent(vote_precision)} / {percent(vote['coverage'])} | "
             f"{figures['aurc']:.4f} / {figures['aurc_vote']:.4f} | {percent(figures['ex'])} / "
             f"{percent(figures['ex_without_stop'])} | {figures['calls_per_question']:.2f} / "

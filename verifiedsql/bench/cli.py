@@ -83,6 +83,10 @@ def add_bench_commands(subparsers: Any) -> None:
     calibrate.add_argument("--out", type=Path, help="write the fit here (load it with the calibration option)")
     calibrate.add_argument("--plot", type=Path, help="draw the risk-coverage curves into this PNG")
     calibrate.add_argument("--json", action="store_true", help="print the figures as JSON")
+    calibrate.add_argument("--features", action="store_true",
+                           help="print how well each feature alone separates right answers from wrong (AUC) and exit")
+    calibrate.add_argument("--no-stop", action="store_true",
+                           help="report as if every candidate were drawn (no sure stop): the tiers of the pool fit")
     calibrate.set_defaults(handler=run_calibrate_command)
     compare = commands.add_parser("compare", help="runs side by side on the questions all of them answered "
                                                   "(e.g. SQLite and PostgreSQL on the same seeded questions)")
@@ -202,11 +206,16 @@ def run_tiers_command(args: argparse.Namespace) -> int:
 def run_calibrate_command(args: argparse.Namespace) -> int:
     import json
 
-    from .calibrate import calibrate, render
+    from .calibrate import calibrate, feature_aucs, render
 
     records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]
+    if args.features:
+        for name, auc in feature_aucs(records, args.strategy).items():
+            cells = "  ".join(f"{kind} {'-' if value is None else f'{value:.3f}'}" for kind, value in auc.items())
+            print(f"{name:<18} {cells}")
+        return 0
     model = args.model or next((str(r["model"]) for r in records if r.get("model")), "model")
-    calibration, figures = calibrate(records, args.strategy, model, args.seed)
+    calibration, figures = calibrate(records, args.strategy, model, args.seed, use_stop=not args.no_stop)
     if args.out:
         args.out.write_text(json.dumps(calibration.to_json(), indent=1) + "\n")
     if args.plot:

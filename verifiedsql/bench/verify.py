@@ -139,7 +139,7 @@ TIER_TABLES = {
 }
 # the calibrated confidence (bench calibrate), on the stages replays: run of STAGES_RUNS -> the seeds of its rows
 CALIBRATION_PAGE = "calibration.md"
-CALIBRATION_SEEDS = {"0.5b": (0, 1, 2)}
+CALIBRATION_SEEDS = {"0.5b": (0, 1, 2), "1.5b": (0, 1, 2)}
 # cache folder of EXPECTED -> (the strategy rated, the words above its tier table on the run's page)
 OTHER_ENGINE_TIERS = {"spider-postgresql-0.5b-n200": ("default", "The tiers of `default` on PostgreSQL")}
 # cache folder of EXPECTED -> (the strategy rated, the words above its table): the library's tier rule as it is
@@ -548,7 +548,8 @@ def check_calibration_table(run: str) -> Callable[[Docs, Replays], None]:
 
         records = load_jsonl(replays.stages(run).records())
         model = next(str(r["model"]) for r in records if r.get("model"))
-        printed = [table_row(calibrate(records, "default", model, seed)[1]) for seed in CALIBRATION_SEEDS[run]]
+        printed = [table_row(calibrate(records, "default", model, seed, use_stop=stop)[1])
+                   for stop in (True, False) for seed in CALIBRATION_SEEDS[run]]
         stated = [line for line in docs.page(CALIBRATION_PAGE).splitlines() if line.startswith(f"| {model} |")]
         expect(printed and stated == printed, (stated, printed))
     return run_check
