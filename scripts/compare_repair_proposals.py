@@ -15,7 +15,7 @@ Run it once per checkout and compare the two files byte for byte::
     PYTHONPATH=$PWD .venv/bin/python scripts/compare_repair_proposals.py /tmp/here.json
     cmp /tmp/main.json /tmp/here.json
 
-It imports the modules by name, so it runs on the layout before and after ``scripts/restructure_layout.py``.
+It imports the modules by name, so it runs on the layout before and after issue 36 moved them.
 """
 
 from __future__ import annotations
