@@ -35,6 +35,14 @@ SHARED_NAMES = {
 }
 
 
+def import_target(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a ``from ... import`` in ``package`` names (relative levels resolved)."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def module_name(path: Path, package: Path = PACKAGE) -> str:
     parts = list(path.relative_to(package.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -49,11 +57,7 @@ def imported_modules(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = import_target(node, package)
             found.add(target)
             found.update(f"{target}.{alias.name}" for alias in node.names)
     return found
@@ -137,11 +141,7 @@ def top_level_imports(path: Path, modules: set[str], package_dir: Path = PACKAGE
             elif isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names if alias.name in modules)
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
+                target = import_target(node, package)
                 for alias in node.names:
                     if f"{target}.{alias.name}" in modules:
                         found.add(f"{target}.{alias.name}")
