@@ -138,9 +138,10 @@ def test_an_endpoint_that_refuses_logprobs_still_answers(server, shop_engine):
     rows, report = _ask_over_http(shop_engine, server.model(), "Who are the customers from Brazil?", candidates=2)
     assert len(rows) == 2 and report.probability is None and report.confidence_from == "vote"
     assert any("confidence from the vote alone" in note for note in report.notes)
-    # each candidate asked again without them (the two went out side by side, so both were refused once)
+    # each candidate asked again without them; the two go out side by side, so the second may have been sent
+    # with them before the first's refusal came back (refused once too), or after it (sent without them)
     flags = [bool(p.get("logprobs")) for p in server.requests]
-    assert flags.count(False) == 2 and flags[-2:] == [False, False]
+    assert flags.count(False) == 2 and 1 <= flags.count(True) <= 2 and flags[-1] is False, flags
     model = server.model()
     server.requests.clear()
     _ask_over_http(shop_engine, model, "Who are the customers from Brazil?", candidates=1)
