@@ -110,6 +110,11 @@ ADAPTIVE_STRATEGIES = "self-consistency,self-consistency+adaptive,default,defaul
 # questions the data cannot answer: cache folder -> model, label in the docs' table
 SCOPE_RUNS = {"scope-sqlite-0.5b": ("0.5b", "0.5B"), "scope-sqlite-1.5b": ("1.5b", "1.5B")}
 UNLIKE = "unlike-spider-0.5b"
+# the analytics set (bench analytics): cache folder -> model, engine, strategies, the words above its table
+ANALYTICS_PAGE = "analytics.md"
+ANALYTICS_RUNS = {
+    "analytics-sqlite-1.5b": ("1.5b", "sqlite", "default,default+constraints", "On SQLite, the 1.5B model"),
+}
 
 # which stages are on by default (bench stages): run -> (model, sample size, cache folder, page, the page's
 # lead-in to its table, the strategies the table needs)
@@ -280,7 +285,7 @@ def replayed_runs_match(docs: Docs, runs: Path) -> None:
     expect(sorted(docs.replay_commands()) == sorted(EXPECTED) == spider,
            (sorted(docs.replay_commands()), sorted(EXPECTED), spider))
     others = sorted(p.parent.name for p in runs.glob("*/llm-cache.sqlite") if not p.parent.name.startswith("spider-"))
-    expect(others == sorted([*SCOPE_RUNS, UNLIKE]), others)
+    expect(others == sorted([*SCOPE_RUNS, UNLIKE, *ANALYTICS_RUNS]), others)
 
 
 # ----------------------------------------------------------------------------------------------- replays
@@ -380,6 +385,20 @@ class Replays:
                                 *(["--strategies", strategies] if strategies else [])], folder)
             return Replay(stdout, folder / "out")
         return self._once(("scope", name, strategies), make)
+
+    def analytics(self, name: str) -> Replay:
+        """``bench analytics`` replayed from a copy of ``benchmarks/runs/<name>``'s cache (questions not recorded
+        miss the cache and are left out of the figures)."""
+        def make() -> Replay:
+            model, engine, strategies, _ = ANALYTICS_RUNS[name]
+            folder = self._folder(name)
+            cache = self._copy_cache(name, folder)
+            stdout = self._run(["-m", "verifiedsql.cli", "bench", "analytics", "--model", model, "--engine", engine,
+                                "--replay", "--cache", str(cache), "--out", str(folder / "out"),
+                                "--strategies", strategies, "--set", str(self.root / "benchmarks" / "analytics"),
+                                "--quiet"], folder)
+            return Replay(stdout, folder / "out")
+        return self._once(("analytics", name), make)
 
     def unlike(self) -> Replay:
         """``benchmarks/unlike_spider.py`` replayed from a copy of its cache."""
@@ -584,6 +603,17 @@ def _outcomes(text: str) -> list[tuple[str, str, str]]:
             (line.split("\t") for line in text.splitlines() if line.count("\t") == 3)]
 
 
+def check_analytics_table(name: str) -> Callable[[Docs, Replays], None]:
+    def run(docs: Docs, replays: Replays) -> None:
+        lead_in = ANALYTICS_RUNS[name][3]
+        summary = next(replays.analytics(name).out.glob("*.md")).read_text("utf-8")
+        rows = lambda table: [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]  # noqa: E731
+        printed = rows(summary.split("\n\n")[2])
+        stated = rows(table_after(docs.page(ANALYTICS_PAGE), lead_in))
+        expect(printed and stated == printed, (stated, printed))
+    return run
+
+
 def check_unlike_spider(docs: Docs, replays: Replays) -> None:
     """The replay gives the recorded outcome of every question, and the page's counts of right answers per
     database are those."""
@@ -611,6 +641,7 @@ def checks() -> list[Check]:
     found += [Check("scope check in scope, and its fit", check_scope_in_scope_and_fit),
               Check("schema facts table", check_facts_table),
               Check(f"unlike spider {UNLIKE}", check_unlike_spider)]
+    found += [Check(f"analytics table {name}", check_analytics_table(name)) for name in ANALYTICS_RUNS]
     found += [Check(f"adaptive table {m}", check_adaptive_table(m)) for m in REPAIR_RUNS]
     return sorted(found, key=lambda check: -check.cost)
 
