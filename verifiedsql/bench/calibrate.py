@@ -81,11 +81,6 @@ def choose_penalty(rows: Sequence[dict[str, float]], labels: Sequence[bool], fol
     return min(PENALTIES, key=held_out_loss)
 
 
-def fit_cross_validated(rows: Sequence[dict[str, float]], labels: Sequence[bool], folds: int = 5) -> Logistic:
-    """``fit_logistic`` with the L2 strength ``choose_penalty`` picks, fitted on all the rows."""
-    return fit_logistic(rows, labels, choose_penalty(rows, labels, folds))
-
-
 def threshold(scored: Sequence[tuple[float, bool]], target: float, minimum: int = 5) -> float:
     """The lowest probability whose answers at or above it are at least ``target`` precise (and at least
     ``minimum`` of them); infinity when none is. (Thresholds are stored rounded down to 4 places.)"""
