@@ -99,8 +99,9 @@ def test_the_pipeline_lists_stages_of_one_shape_in_order():
     for stage in pipeline.CONTEXT_STAGES:
         assert list(inspect.signature(stage.enabled).parameters) == ["options"]
         assert list(inspect.signature(stage.run).parameters) == ["ctx"]
-        # every optional stage is off by default; the literal checks (no model call) are on
-        assert stage.enabled(Options()) is (stage.name == "literals")
+        # every optional stage is off by default; the literal checks and the constraint repair (no model call)
+        # are on
+        assert stage.enabled(Options()) is (stage.name in ("literals", "constraints"))
     for stage in pipeline.POOL_STAGES:
         assert list(inspect.signature(stage.applies).parameters) == ["options", "pool"]
         assert list(inspect.signature(stage.run).parameters) == ["ctx", "pool"]

@@ -143,17 +143,17 @@ def test_the_harness_grades_records_and_replays(small_set, questions, tmp_path):
     run = run_analytics(config, llm=model, progress=lambda line: None)
     by_key = {(r["strategy"], r["id"]): r for r in run.records}
     assert len(run.records) == 6
-    assert [by_key["default", i]["correct"] for i in (1, 15, 9)] == [False, False, True]
-    assert all(by_key["default+constraints", i]["correct"] for i in (1, 15, 9))
-    assert by_key["default+constraints", 1]["candidates"][0]["fixes"]
+    assert [by_key["default-constraints", i]["correct"] for i in (1, 15, 9)] == [False, False, True]
+    assert all(by_key["default", i]["correct"] for i in (1, 15, 9))
+    assert by_key["default", 1]["candidates"][0]["fixes"]
     assert {r["class"] for r in run.records} == {"ratio", "distinct", "period"}
     assert all(r["split"] in ("fit", "reported") for r in run.records)
     # the repair asks the model nothing: both strategies share the five candidate requests of each question
     assert len(model.inner.requests) == 5 * len(PICKED)
-    assert run.summary["default"]["all"]["correct"] == 1 and run.summary["default+constraints"]["all"]["ex"] == 1.0
+    assert run.summary["default-constraints"]["all"]["correct"] == 1 and run.summary["default"]["all"]["ex"] == 1.0
     assert {p.name for p in run.outputs.values()} == {"analytics-sqlite-scripted-model.json",
                                                       "analytics-sqlite-scripted-model.md"}
-    assert "| default+constraints | all | 3 | 100.0% |" in run.outputs["md"].read_text()
+    assert "| default | all | 3 | 100.0% |" in run.outputs["md"].read_text()
     rows = stage_rows(load_records(tmp_path / "out" / "analytics-sqlite-scripted-model.jsonl"))
     assert [row.stage for row in rows] == ["constraint_repair"]
     replayed = run_analytics(AnalyticsConfig(set_dir=small_set, out_dir=tmp_path / "replayed", cache_path=None),
@@ -170,4 +170,4 @@ def test_the_command_line_summarises_stored_records(small_set, questions, tmp_pa
     assert main(["bench", "analytics", "--set", str(small_set), "--out", str(out), "--strategies", "default",
                  "--report-only", "--quiet", "--model", "1.5b"]) == 0
     printed = capsys.readouterr().out
-    assert "all 1/3" in printed and f"analytics-sqlite-{MODELS['1.5b'].alias}.md" in printed
+    assert "all 3/3" in printed and f"analytics-sqlite-{MODELS['1.5b'].alias}.md" in printed

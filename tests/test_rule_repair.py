@@ -64,6 +64,14 @@ CASES = {
         "SELECT COUNT(*) FROM orders WHERE order_date BETWEEN '2024-01-01' AND '2024-12-31'",
         "SELECT COUNT(DISTINCT customer_id) FROM orders WHERE order_date BETWEEN '2024-01-01' AND '2024-12-31'",
         ENGINES),
+    "letter case heeded": (
+        "How many customers live in Lyon? Match the city case-insensitively.",
+        "SELECT COUNT(*) FROM customers WHERE city = 'Lyon'",
+        "SELECT COUNT(*) FROM customers WHERE LOWER(city) = 'lyon'", ENGINES),
+    "not rounded": (
+        "What is the average quantity of an order item, rounded to two decimal places?",
+        "SELECT AVG(quantity) FROM order_items",
+        "SELECT ROUND(AVG(quantity), 2) FROM order_items", ENGINES),
 }
 
 
@@ -100,10 +108,10 @@ def test_the_repaired_sql_gives_the_gold_answer(retail, data, case):
     question, mistake, gold_sql, wrong_on = CASES[case]
     sql = mistake[engine_name] if isinstance(mistake, dict) else mistake
     expected = gold(data, gold_sql)
-    plain = answer(engine, question, sql)
+    plain = answer(engine, question, sql, constraint_repair=False)
     if engine_name in wrong_on:  # the mistake is a mistake here, so only the repair can make it right
         assert not results_equivalent(plain.result, expected)
-    repaired = answer(engine, question, sql, constraint_repair=True)
+    repaired = answer(engine, question, sql)  # the repair is on by default
     assert results_equivalent(repaired.result, expected), (repaired.sql, repaired.result.rows, expected.rows)
     candidate = repaired.report.candidates[0]
     if engine_name in wrong_on:
@@ -126,7 +134,7 @@ def test_a_rule_left_broken_is_evidence_against(data, tmp_path):
     against = [e for e in result.report.evidence if e.check == "constraints"]
     assert against and against[0].verdict == "against" and "buyers" in against[0].detail
     assert result.report.confidence != "verified"
-    assert answer(engine, question, sql, candidates=5).report.confidence == "verified"
+    assert answer(engine, question, sql, constraint_repair=False, candidates=5).report.confidence == "verified"
     engine.dispose()
 
 

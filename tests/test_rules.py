@@ -36,6 +36,12 @@ def fixed(question: str, sql: str, engine: str = "sqlite") -> tuple[str, list[st
     ("How many different customers ordered?", Rules(distinct="customers")),
     ("How many orders are from 'Ratio Percent Days'?", Rules()),
     ("List the customers in Lyon.", Rules()),
+    ("What is the mean price, rounded to the nearest whole number?", Rules(fractional=True, rounding=0)),
+    ("What is the total price, rounded to two decimal places?", Rules(rounding=2)),
+    ("Give the total price to 3 decimal places.", Rules(rounding=3)),
+    ("How many customers live in Lyon? Match the city case-insensitively.", Rules(case_insensitive=True)),
+    ("Count the titles 'engineer', without regard to letter case.", Rules(case_insensitive=True)),
+    ("Which case did the court round up?", Rules()),
 ])
 def test_what_the_words_settle(question, rules):
     assert read_rules(question) == rules
@@ -144,3 +150,37 @@ def test_distinct_counts():
 def test_no_rule_no_change():
     sql = "SELECT SUM(quantity) * 100 / COUNT(*), MAX(ship_date) - MIN(order_date) FROM items, orders"
     assert fixed("List the quantities.", sql) == (sqlglot.parse_one(sql, read="sqlite").sql(dialect="sqlite"), [])
+
+
+@pytest.mark.parametrize(("engine", "expected"), [
+    ("sqlite", "SELECT ROUND(AVG(price), 2) AS mean, COUNT(*) FROM items"),
+    ("postgresql", "SELECT ROUND(CAST(AVG(price) AS DECIMAL), 2) AS mean, COUNT(*) FROM items"),
+])
+def test_rounding_rounds_the_computed_outputs(engine, expected):
+    question = "What is the mean price and the number of items, rounded to two decimal places?"
+    sql, fixes = fixed(question, "SELECT AVG(price) AS mean, COUNT(*) FROM items", engine)
+    assert sql == expected and "rounded to 2 decimal places" in fixes[0]
+    assert fixed(question, "SELECT ROUND(AVG(price)) FROM items")[0] == "SELECT ROUND(AVG(price), 2) FROM items"
+    assert fixed("What is the mean price, rounded to the nearest whole number?",
+                 "SELECT AVG(price) FROM items")[0] == "SELECT ROUND(AVG(price)) FROM items"
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT ROUND(AVG(price), 2) FROM items",  # already rounded
+    "SELECT COUNT(*), price FROM items",  # a count and a stored value are not computed
+    "SELECT a FROM (SELECT 1 AS a) UNION SELECT 2",  # a set operation: no outputs of its own to read
+])
+def test_rounding_left_alone(sql):
+    assert fixed("What is the mean price, rounded to two decimal places?", sql)[1] == []
+
+
+def test_a_case_insensitive_match_compares_lower_case():
+    question = "How many customers live in Lyon? Match the city case-insensitively."
+    sql, fixes = fixed(question, "SELECT COUNT(*) FROM customers WHERE city = 'Lyon' OR city IN ('Porto', 'Köln')")
+    assert sql == "SELECT COUNT(*) FROM customers WHERE LOWER(city) = 'lyon' OR LOWER(city) IN ('porto', LOWER('Köln'))"
+    assert len(fixes) == 2 and all("lower case" in fix for fix in fixes)
+    like = "SELECT COUNT(*) FROM customers WHERE city LIKE 'Ly%'"
+    assert fixed(question, like)[1] == []  # SQLite's LIKE folds ASCII letter case already
+    assert fixed(question, like, "postgresql")[0] == "SELECT COUNT(*) FROM customers WHERE LOWER(city) LIKE 'ly%'"
+    assert fixed(question, "SELECT COUNT(*) FROM customers WHERE LOWER(city) = 'lyon'")[1] == []
+    assert fixed("How many customers live in Lyon?", "SELECT COUNT(*) FROM customers WHERE city = 'Lyon'")[1] == []

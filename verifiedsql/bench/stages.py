@@ -23,6 +23,7 @@ STAGE_PAIRS: tuple[tuple[str, str, str], ...] = (
     ("weigh_evidence", "default", "self-consistency+repair+literals"),
     ("schema_facts", "self-consistency+repair+facts", "self-consistency+repair"),
     ("adaptive", "default-adaptive", "default"),
+    ("constraint_repair", "default", "default-constraints"),
     ("scope_check", "default+scope", "default"),
     ("dpc", "+dpc", "self-consistency"),
     ("verify", "+verify", "self-consistency"),
@@ -34,7 +35,6 @@ STAGE_PAIRS: tuple[tuple[str, str, str], ...] = (
     # the same stages added to the default pipeline (runs recorded after the defaults were chosen)
     ("schema_facts", "default+facts", "default"),
     ("verify", "default+verify", "default"),
-    ("constraint_repair", "default+constraints", "default"),
     ("dpc", "default+dpc", "default"),
     ("consensus", "default+consensus", "default"),
     ("probe", "default+probe", "default"),

@@ -10,7 +10,8 @@ from ..errors import ConfigurationError
 # name -> Options overrides. Every strategy shares the same candidate pool through the record/replay
 # cache: greedy's only request is self-consistency's candidate 0 (temperature 0, seed 0).
 # The stages that are on by default (``Options``); BASELINE below turns them off for the other strategies.
-DEFAULT_ON: dict[str, Any] = {"schema_repair": True, "check_literals": True, "weigh_evidence": True}
+DEFAULT_ON: dict[str, Any] = {"schema_repair": True, "check_literals": True, "weigh_evidence": True,
+                              "constraint_repair": True}
 
 STRATEGIES: dict[str, dict[str, Any]] = {
     "greedy": {"candidates": 1},
@@ -79,8 +80,9 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # only that stage's own requests to the cache (how bench stages measures a stage on the default model).
     "default+facts": {"candidates": 5, **DEFAULT_ON, "schema_facts": True},
     "default+verify": {"candidates": 5, **DEFAULT_ON, "verify": True},
-    # The deterministic constraint repair (stages/pvsql/rules.py): default's candidate requests, no new ones.
-    "default+constraints": {"candidates": 5, **DEFAULT_ON, "constraint_repair": True},
+    # The default pipeline without the deterministic constraint repair (stages/pvsql/rules.py): default's
+    # candidate requests (the repair asks the model nothing).
+    "default-constraints": {"candidates": 5, **DEFAULT_ON, "constraint_repair": False},
     "default+dpc": {"candidates": 5, **DEFAULT_ON, "dpc": True},
     "default+consensus": {"candidates": 5, **DEFAULT_ON, "consensus": True},
     "default+review": {"candidates": 5, **DEFAULT_ON, "review": True},

@@ -113,7 +113,7 @@ UNLIKE = "unlike-spider-0.5b"
 # the analytics set (bench analytics): cache folder -> model, engine, strategies, the words above its table
 ANALYTICS_PAGE = "analytics.md"
 ANALYTICS_RUNS = {
-    "analytics-sqlite-1.5b": ("1.5b", "sqlite", "default,default+constraints", "On SQLite, the 1.5B model"),
+    "analytics-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default", "On SQLite, the 1.5B model"),
 }
 
 # which stages are on by default (bench stages): run -> (model, sample size, cache folder, page, the page's

@@ -31,12 +31,20 @@ ConstraintCheck = Callable[[str, str, str], Evidence | None]
 
 def _with_stated(ctx: QuestionContext, evidence: list[Evidence], sql: str,
                  stated: ConstraintCheck | None) -> list[Evidence]:
-    """``evidence`` with the question's constraints checked on ``sql`` (no model call), where no stage
-    (``verify``, ``constraint_repair``) checked them already."""
-    if stated is None or any(e.check == "constraints" for e in evidence):
+    """``evidence`` with the question's constraints checked on ``sql`` (no model call) where ``verify`` did not
+    check them already. Beside the rules of ``constraint_repair`` they count once: against when either finds
+    the SQL breaking one."""
+    if stated is None or ctx.options.verify:
         return evidence
     checked = stated(ctx.question, sql, ctx.database.profile.name)
-    return [*evidence, checked] if checked is not None else evidence
+    if checked is None:
+        return evidence
+    ours = [e for e in evidence if e.check == "constraints"]
+    if not ours:
+        return [*evidence, checked]
+    if checked.verdict == "against" and all(e.verdict != "against" for e in ours):
+        return [e for e in evidence if e.check != "constraints"] + [checked]
+    return evidence
 
 
 def first_features(ctx: QuestionContext, run: CandidateRun, stated: ConstraintCheck | None) -> dict[str, float]:

@@ -210,7 +210,7 @@ def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[E
                               f"the chosen SQL ran after {len(chosen.attempts)} failed or repaired version(s)"))
     found += _literals(chosen)
     found += _wording(tree, ctx.question)
-    if ctx.options.verify or ctx.options.constraint_repair:
+    if ctx.options.verify or (ctx.options.constraint_repair and ctx.report.constraints):  # the question states some
         found.append(Evidence("constraints", "against" if chosen.violations else "for",
                               "; ".join(chosen.violations) if chosen.violations
                               else "every constraint of the question is met"))

@@ -10,7 +10,10 @@
 - **days**: a number of days is a difference of dates in the engine's date arithmetic, not a difference of
   their day-of-month parts (``EXTRACT(DAY FROM end) - EXTRACT(DAY FROM start)``), nor on SQLite a difference
   of date text (which subtracts the years);
-- **distinct**: "how many different X" counts distinct X.
+- **distinct**: "how many different X" counts distinct X;
+- **rounding**: "rounded to two decimal places" (or "to the nearest whole number") rounds the computed outputs
+  to that many places;
+- **case**: "match ... case-insensitively" compares text with a string literal in one letter case.
 
 ``findings`` gives what a candidate's SQL breaks, each with its fix (or none when it cannot be repaired here);
 ``repair`` applies the fixes rule after rule on a copy of the tree. Nothing here runs SQL or calls a model:
@@ -43,6 +46,12 @@ _DAYS = re.compile(r"\bdays?\b")
 _DISTINCT_COUNT = re.compile(r"\b(?:how many|number of|count(?: of)?)\s+(?:the\s+)?(?:distinct|different|unique)\s+"
                              r"([a-z][a-z_]*)")
 _HUNDRED = (100, 100.0)
+_NUMBER_WORDS = {"zero": 0, "no": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_ROUNDING = re.compile(r"\bround(?:ed|ing)?(?: off)? to (?:the nearest (?:whole number|integer)|(?:an? )?(?:whole "
+                       r"number|integer)|(\w+) decimals?(?: places?| digits?)?|(\w+) places?)"
+                       r"|\bto (\w+) decimal places?\b|\bto the nearest whole number\b")
+_CASE = re.compile(r"\bcase[- ]insensitiv|\b(?:without regard to|regardless of|ignoring|ignore|in any) (?:the )?"
+                   r"(?:letter )?case\b|\bmixed (?:letter )?case\b")
 
 Scale = Literal["ratio", "percent"]
 
@@ -56,10 +65,13 @@ class Rules:
     fractional: bool = False
     days: bool = False
     distinct: str | None = None  # the noun counted as distinct things ("customers")
+    rounding: int | None = None  # decimal places the answer is rounded to (0: a whole number)
+    case_insensitive: bool = False
 
     @property
     def any(self) -> bool:
-        return bool(self.scale or self.divisor or self.fractional or self.days or self.distinct)
+        return bool(self.scale or self.divisor or self.fractional or self.days or self.distinct
+                    or self.rounding is not None or self.case_insensitive)
 
     def describe(self) -> list[str]:
         """Each rule in words, for the report."""
@@ -73,6 +85,11 @@ class Rules:
             lines.append("a number of days is a difference of dates in the engine's date arithmetic")
         if self.distinct:
             lines.append(f'"{self.distinct}" are counted once each (COUNT DISTINCT)')
+        if self.rounding is not None:
+            lines.append(f"the answer is rounded to {self.rounding} decimal places" if self.rounding
+                         else "the answer is rounded to a whole number")
+        if self.case_insensitive:
+            lines.append("text is compared with a value in one letter case (LOWER on both sides)")
         return lines
 
 
@@ -85,7 +102,20 @@ def read_rules(question: str) -> Rules:
     divisor = terms.group(2).strip() if terms and not _TOTAL.search(terms.group(2)) else None
     distinct = _DISTINCT_COUNT.search(text)
     return Rules(scale=scale, divisor=divisor, fractional=bool(_FRACTIONAL.search(text)),
-                 days=bool(_DAYS.search(text)), distinct=distinct.group(1) if distinct else None)
+                 days=bool(_DAYS.search(text)), distinct=distinct.group(1) if distinct else None,
+                 rounding=_places(text), case_insensitive=bool(_CASE.search(text)))
+
+
+def _places(text: str) -> int | None:
+    """The decimal places "rounded to ..." asks for (0 for a whole number), or None when it asks for none or
+    names a number of places that cannot be read."""
+    found = _ROUNDING.search(text)
+    if found is None:
+        return None
+    word = next((group for group in found.groups() if group), None)
+    if word is None:
+        return 0
+    return int(word) if word.isdigit() else _NUMBER_WORDS.get(word)
 
 
 @dataclass(frozen=True)
@@ -473,6 +503,109 @@ def _distinct(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
                     f"{before} -> {_sql(build(), env)} (counted once each)", lambda: count.replace(build()))]
 
 
-RULES: tuple[Rule, ...] = (_scale, _divisor, _integer_division, _days, _distinct)
+_COMPUTED = (exp.Avg, exp.Sum, exp.Div, exp.Mul, exp.Add, exp.Sub, exp.Stddev, exp.Variance)
+
+
+def _rounded_places(node: exp.Expr) -> int | None:
+    """The places ``ROUND(x, n)`` rounds to (0 without ``n``; -1 when ``n`` is not a number); None when
+    ``node`` is not a ROUND."""
+    node = _bare(node)
+    while isinstance(node, (exp.Cast, exp.TryCast)):
+        node = _bare(node.this)
+    if not isinstance(node, exp.Round):
+        return None
+    places = node.args.get("decimals")
+    if places is None:
+        return 0
+    places = _bare(places)
+    return int(places.to_py()) if isinstance(places, exp.Literal) and not places.is_string else -1
+
+
+def _rounding(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"Rounded to n decimal places": every computed output of the outermost SELECT (an average, a sum, an
+    arithmetic expression; not a count or a column as stored) is ``ROUND(x, n)``."""
+    if rules.rounding is None:
+        return []
+    places = rules.rounding
+    found = []
+    for output in _outputs(tree):
+        done = _rounded_places(output)
+        if done == places or (done is None and not isinstance(_bare(output), _COMPUTED)):
+            continue
+        target = _bare(output)
+        if done is not None:  # ROUND to other places: round the value it rounds
+            while not isinstance(target, exp.Round):
+                target = _bare(target.this)
+            target = target.this
+
+        def build(target: exp.Expr = target) -> exp.Expr:
+            value = target.copy()
+            if env.engine == "postgresql" and places:  # PostgreSQL rounds to places only a NUMERIC
+                value = exp.Cast(this=value, to=exp.DataType.build("NUMERIC"))
+            return exp.Round(this=value, decimals=exp.Literal.number(places) if places else None)
+        node = output if done is not None else target
+        before = _sql(node, env)
+        said = f"{places} decimal places" if places else "a whole number"
+
+        def apply(node: exp.Expr = node, build: Callable[[], exp.Expr] = build) -> None:
+            node.replace(build())
+        found.append(Finding(f"the question asks for the answer rounded to {said}, but {before} is not",
+                             f"{before} -> {_sql(build(), env)} (rounded to {said})", apply))
+    return found
+
+
+def _case_sides(node: exp.Expr) -> tuple[exp.Column, list[exp.Literal]] | None:
+    """The column and the string literals of a comparison ``column = 'x'`` (either side), ``column IN ('x',
+    ...)`` or ``column LIKE 'x'``; None for any other node."""
+    if isinstance(node, exp.In):
+        values = node.expressions
+        column = _bare(node.this)
+        if isinstance(column, exp.Column) and values and all(isinstance(v, exp.Literal) and v.is_string
+                                                            for v in values):
+            return column, list(values)
+        return None
+    if not isinstance(node, (exp.EQ, exp.NEQ, exp.Like)):
+        return None
+    left, right = _bare(node.this), _bare(node.expression)
+    if isinstance(left, exp.Literal) and not isinstance(node, exp.Like):
+        left, right = right, left
+    if isinstance(left, exp.Column) and isinstance(right, exp.Literal) and right.is_string:
+        return left, [right]
+    return None
+
+
+def _lowered(literal: exp.Literal) -> exp.Expr:
+    text = literal.this
+    return exp.Literal.string(text.lower()) if text.isascii() else exp.Lower(this=literal.copy())
+
+
+def _case(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"Match ... case-insensitively": a text column compared with a string literal (``=``, ``<>``, ``IN``,
+    ``LIKE`` where the engine's LIKE heeds case) is compared in lower case on both sides."""
+    if not rules.case_insensitive:
+        return []
+    found = []
+    for node in tree.find_all(exp.EQ, exp.NEQ, exp.In, exp.Like):
+        sides = _case_sides(node)
+        if sides is None or (isinstance(node, exp.Like) and env.engine == "sqlite"):  # SQLite's LIKE folds case
+            continue
+        column, literals = sides
+        before = _sql(node, env)
+
+        def apply(column: exp.Column = column, literals: list[exp.Literal] = literals) -> None:
+            for literal in literals:
+                literal.replace(_lowered(literal))
+            column.replace(exp.Lower(this=column.copy()))
+        preview = node.copy()
+        preview_sides = _case_sides(preview)
+        assert preview_sides is not None
+        apply(*preview_sides)
+        found.append(Finding(f"the question asks for a case-insensitive match, but {before} heeds letter case",
+                             f"{before} -> {_sql(preview, env)} (compared in lower case)", apply))
+    return found
+
+
+RULES: tuple[Rule, ...] = (_scale, _divisor, _integer_division, _days, _distinct, _rounding, _case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
-divisor, integer division, days and distinct counts."""
+divisor, integer division, days and distinct counts; the rounding last of the arithmetic, then the letter
+case of comparisons."""
