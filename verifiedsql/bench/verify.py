@@ -121,10 +121,11 @@ ANALYTICS_RUNS = {
 STAGES_RUNS = {
     "1.5b": ("1.5b", 200, "spider-sqlite-1.5b-n200", STAGES_PAGE, "On the default 1.5B model",
              "self-consistency,self-consistency+repair,self-consistency+repair+literals,default,default-adaptive,"
-             "default+scope,default+facts,default+verify,default+dpc,default+consensus,default+compress"),
+             "default-constraints,default+scope,default+facts,default+verify,default+dpc,default+consensus,"
+             "default+compress"),
     "0.5b": ("0.5b", 200, "spider-sqlite-0.5b-n200", STAGES_PAGE, "On 0.5B (200 questions",
              "self-consistency,self-consistency+repair,self-consistency+repair+literals,self-consistency+repair+facts,"
-             "default,default-adaptive,default+scope"),
+             "default,default-adaptive,default-constraints,default+scope"),
     "1.5b-vet": ("1.5b", 200, "spider-sqlite-1.5b-n200", STAGES_PAGE, "VET (`vet`, on top of `default`) was recorded",
                  "default,default+vet"),  # 49 of the first 50 questions: the rest miss the cache and are left out
     "1.5b-probe": ("1.5b", 200, "spider-sqlite-1.5b-n200", STAGES_PAGE, "`probe` (on top of `default`) was recorded",
