@@ -397,7 +397,7 @@ class Replays:
             stdout = self._run(["-m", "verifiedsql.cli", "bench", "analytics", "--model", model, "--engine", engine,
                                 "--replay", "--cache", str(cache), "--out", str(folder / "out"),
                                 "--strategies", strategies, "--set", str(self.root / "benchmarks" / "analytics"),
-                                "--quiet"], folder)
+                                "--quiet", *(["--pg-url", self.pg_url()] if engine == "postgresql" else [])], folder)
             return Replay(stdout, folder / "out")
         return self._once(("analytics", name), make)
 
