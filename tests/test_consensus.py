@@ -61,7 +61,8 @@ def ask(engine: sa.Engine, first: dict[int, str], second: dict[int, str] | None,
             return solver
         raise AssertionError(f"unexpected {request.purpose} call")
 
-    return fakes.ask(engine, QUESTION, script, **{"candidates": len(first), "consensus": True, **options})
+    return fakes.ask(engine, QUESTION, script, **{"candidates": len(first), "consensus": True,
+                                                    "constraint_repair": False, **options})
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ def test_question_returns_an_ordinary_result_with_a_report(shop_url):
         assert result.all() == [("Ana Souza",), ("Bruno Lima",), ("Carla Dias",)]
     assert report.vote == "unanimous" and report.sql == BRAZIL
     assert len(report.candidates) == 3 and report.total_tokens == 45
-    assert set(report.timings) == {"context", "literals", "generate", "select"}
+    assert set(report.timings) == {"context", "literals", "constraints", "generate", "select"}
 
 
 def test_result_api_first_scalars_mappings(shop_url):

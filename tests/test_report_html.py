@@ -73,7 +73,7 @@ def dpc_report(directory: Path, question: str = QUESTION, solver: str = SOLVER) 
     engine = load_shop(sa.create_engine(f"sqlite:///{directory / 'shop.db'}"))
     try:
         _, report, _ = fakes.ask(engine, question, script, candidates=len(sqls), dpc=True, verify=True,
-                                 ground_values=True)
+                                 ground_values=True, constraint_repair=False)
     finally:
         engine.dispose()
     return report

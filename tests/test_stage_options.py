@@ -54,7 +54,7 @@ def test_default_requests_are_unchanged(tmp_path):
                                                             facts)
     assert report.value_matches == [] and report.constraints == []
     assert all(c.violations == [] and c.repairs == [] for c in report.candidates)
-    assert set(report.timings) == {"context", "literals", "generate", "select"}
+    assert set(report.timings) == {"context", "literals", "constraints", "generate", "select"}
 
 
 def test_with_context_is_the_identity_without_a_block():

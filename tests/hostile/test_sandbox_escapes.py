@@ -312,7 +312,8 @@ def test_the_public_api_falls_back_to_the_champion(label: str, world: World, tmp
 
     engine = load_shop(sa.create_engine(f"sqlite:///{tmp_path / 'shop.db'}"))
     before = checksum(engine)
-    verified = verifiedsql.create_engine(engine.url, llm=ScriptedChatModel(script), candidates=len(SPLIT), dpc=True)
+    verified = verifiedsql.create_engine(engine.url, llm=ScriptedChatModel(script), candidates=len(SPLIT), dpc=True,
+                                          constraint_repair=False)
     with verified.connect() as conn:
         result = conn.execute(verifiedsql.ask(DPC_QUESTION))
         rows, report = result.all(), result.verification  # type: ignore[attr-defined]
@@ -344,7 +345,8 @@ def test_an_execution_trace_step_is_contained_too(label: str, world: World, tmp_
 
     engine = load_shop(sa.create_engine(f"sqlite:///{tmp_path / 'shop.db'}"))
     before = checksum(engine)
-    verified = verifiedsql.create_engine(engine.url, llm=ScriptedChatModel(script), candidates=1, vet=True)
+    verified = verifiedsql.create_engine(engine.url, llm=ScriptedChatModel(script), candidates=1, vet=True,
+                                         constraint_repair=False)
     with verified.connect() as conn:
         result = conn.execute(verifiedsql.ask(DPC_QUESTION))
         rows, report = result.all(), result.verification  # type: ignore[attr-defined]
