@@ -172,6 +172,14 @@ def _bare(node: exp.Expr) -> exp.Expr:
     return node
 
 
+def _uncast(node: exp.Expr) -> exp.Expr:
+    """``node`` without its parentheses and the casts around it."""
+    node = _bare(node)
+    while isinstance(node, (exp.Cast, exp.TryCast)):
+        node = _bare(node.this)
+    return node
+
+
 def _outputs(tree: exp.Expr) -> list[exp.Expr]:
     """The outermost SELECT's output expressions (none for a set operation)."""
     return [e.unalias() for e in tree.expressions] if isinstance(tree, exp.Select) else []
@@ -395,10 +403,7 @@ def _integer_division(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
 def _day_part(node: exp.Expr) -> exp.Expr | None:
     """The date whose day of the month ``node`` takes (``EXTRACT(DAY FROM d)``, ``DAY(d)``, ``STRFTIME('%d', d)``,
     any of them cast to a number), or None."""
-    node = _bare(node)
-    while isinstance(node, (exp.Cast, exp.TryCast)):
-        node = _bare(node.this)
-    found = date_part(node)
+    found = date_part(_uncast(node))
     return found[1] if found is not None and found[0] == "DAY" else None
 
 
@@ -506,15 +511,9 @@ def _distinct(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
 _COMPUTED = (exp.Avg, exp.Sum, exp.Div, exp.Mul, exp.Add, exp.Sub, exp.Stddev, exp.Variance)
 
 
-def _rounded_places(node: exp.Expr) -> int | None:
-    """The places ``ROUND(x, n)`` rounds to (0 without ``n``; -1 when ``n`` is not a number); None when
-    ``node`` is not a ROUND."""
-    node = _bare(node)
-    while isinstance(node, (exp.Cast, exp.TryCast)):
-        node = _bare(node.this)
-    if not isinstance(node, exp.Round):
-        return None
-    places = node.args.get("decimals")
+def _places_of(rounded: exp.Round) -> int:
+    """The places ``ROUND(x, n)`` rounds to (0 without ``n``; -1 when ``n`` is not a number)."""
+    places = rounded.args.get("decimals")
     if places is None:
         return 0
     places = _bare(places)
@@ -529,21 +528,21 @@ def _rounding(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     places = rules.rounding
     found = []
     for output in _outputs(tree):
-        done = _rounded_places(output)
-        if done == places or (done is None and not isinstance(_bare(output), _COMPUTED)):
+        rounded = _uncast(output)
+        if not isinstance(rounded, exp.Round):
+            if not isinstance(_bare(output), _COMPUTED):
+                continue
+        elif _places_of(rounded) == places:
             continue
-        target = _bare(output)
-        if done is not None:  # ROUND to other places: round the value it rounds
-            while not isinstance(target, exp.Round):
-                target = _bare(target.this)
-            target = target.this
+        # ROUND to other places: round the value it rounds, in the output's place
+        target = rounded.this if isinstance(rounded, exp.Round) else _bare(output)
 
         def build(target: exp.Expr = target) -> exp.Expr:
             value = target.copy()
             if env.engine == "postgresql" and places:  # PostgreSQL rounds to places only a NUMERIC
                 value = exp.Cast(this=value, to=exp.DataType.build("NUMERIC"))
             return exp.Round(this=value, decimals=exp.Literal.number(places) if places else None)
-        node = output if done is not None else target
+        node = output if isinstance(rounded, exp.Round) else target
         before = _sql(node, env)
         said = f"{places} decimal places" if places else "a whole number"
 
