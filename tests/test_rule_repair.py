@@ -25,6 +25,11 @@ BUSINESS, CONSUMER = ("SUM(CASE WHEN segment = 'business' THEN 1 ELSE 0 END)",
                       "SUM(CASE WHEN segment = 'consumer' THEN 1 ELSE 0 END)")
 DAY_OF_MONTH = {"sqlite": "CAST(STRFTIME('%d', {0}) AS INTEGER)", "postgresql": "EXTRACT(DAY FROM {0})",
                 "duckdb": "EXTRACT(DAY FROM {0})"}
+DAY_OF_YEAR = {"sqlite": "STRFTIME('%j', {0})", "postgresql": "EXTRACT(DOY FROM {0})",
+               "duckdb": "EXTRACT(DOY FROM {0})"}
+DAYS_TO_SHIP = {"sqlite": "JULIANDAY(ship_date) - JULIANDAY(order_date)", "postgresql": "ship_date - order_date",
+                "duckdb": "DATE_DIFF('day', order_date, ship_date)"}
+ORDERS_IN = "SUM(CASE WHEN order_date BETWEEN '{0}-01-01' AND '{0}-12-31' THEN 1 ELSE 0 END)"
 
 # (question, the mistaken SQL (by engine where it differs), the gold SQL (SQLite), the engines it is wrong on)
 CASES = {
@@ -59,6 +64,23 @@ CASES = {
         "ON c.customer_id = o.customer_id WHERE c.name = 'Customer 007'",
         "SELECT JULIANDAY(MAX(o.order_date)) - JULIANDAY(MIN(o.order_date)) FROM orders AS o JOIN customers AS c "
         "ON c.customer_id = o.customer_id WHERE c.name = 'Customer 007'", ("sqlite",)),
+    "days as days of the year": (
+        "How many days after the earliest order was the most recent order placed?",
+        {engine: f"SELECT {part.format('MAX(order_date)')} - {part.format('MIN(order_date)')} FROM orders"
+         for engine, part in DAY_OF_YEAR.items()},
+        "SELECT JULIANDAY(MAX(order_date)) - JULIANDAY(MIN(order_date)) FROM orders", ENGINES),
+    "days without both ends": (
+        "On average, how many days does shipping take from the order date to the ship date, counting the first "
+        "and the last day?",
+        {engine: f"SELECT AVG({days}) FROM orders WHERE ship_date IS NOT NULL" for engine, days in
+         DAYS_TO_SHIP.items()},
+        "SELECT AVG(JULIANDAY(ship_date) - JULIANDAY(order_date) + 1) FROM orders WHERE ship_date IS NOT NULL",
+        ENGINES),
+    "growth as new over base": (
+        "By what percentage did the number of orders grow from 2022 to 2023?",
+        f"SELECT {ORDERS_IN.format(2023)} * 100.0 / {ORDERS_IN.format(2022)} FROM orders",
+        f"SELECT 100.0 * ({ORDERS_IN.format(2023)} - {ORDERS_IN.format(2022)}) / {ORDERS_IN.format(2022)} "
+        "FROM orders", ENGINES),
     "rows counted for different things": (
         "How many different customers placed at least one order in 2024?",
         "SELECT COUNT(*) FROM orders WHERE order_date BETWEEN '2024-01-01' AND '2024-12-31'",

@@ -33,6 +33,14 @@ def fixed(question: str, sql: str, engine: str = "sqlite") -> tuple[str, list[st
     ("What proportion of orders were late, as a percentage?", Rules(scale="percent", fractional=True)),
     ("What share of revenue comes from Lyon?", Rules(fractional=True)),
     ("How many days passed between the first and the last order?", Rules(days=True)),
+    ("How many days did the leave last, counting the first and the last day?", Rules(days=True, inclusive=True)),
+    ("How many days, inclusive, did the leave last?", Rules(days=True, inclusive=True)),
+    ("Count the leaves, including the first and the last.", Rules()),  # no days: nothing to count both ends of
+    ("By what percentage did orders grow from 2022 to 2023?", Rules(scale="percent", fractional=True, growth=True)),
+    ("What was the percentage change in revenue from 2023 to 2024?",
+     Rules(scale="percent", fractional=True, growth=True)),
+    ("What is the growth rate of accounts?", Rules(fractional=True, growth=True)),
+    ("What percentage of orders had a price increase?", Rules(scale="percent", fractional=True)),
     ("How many different customers ordered?", Rules(distinct="customers")),
     ("How many orders are from 'Ratio Percent Days'?", Rules()),
     ("List the customers in Lyon.", Rules()),
@@ -184,3 +192,66 @@ def test_a_case_insensitive_match_compares_lower_case():
     assert fixed(question, like, "postgresql")[0] == "SELECT COUNT(*) FROM customers WHERE LOWER(city) LIKE 'ly%'"
     assert fixed(question, "SELECT COUNT(*) FROM customers WHERE LOWER(city) = 'lyon'")[1] == []
     assert fixed("How many customers live in Lyon?", "SELECT COUNT(*) FROM customers WHERE city = 'Lyon'")[1] == []
+
+
+@pytest.mark.parametrize(("engine", "part", "expected"), [
+    ("sqlite", "STRFTIME('%j', {})", "SELECT (JULIANDAY(MAX(order_date)) - JULIANDAY(MIN(order_date))) FROM orders"),
+    ("postgresql", "EXTRACT(DOY FROM {})",
+     "SELECT (CAST(MAX(order_date) AS DATE) - CAST(MIN(order_date) AS DATE)) FROM orders"),
+    ("duckdb", "DAYOFYEAR({})", "SELECT (DATE_DIFF('DAY', MIN(order_date), MAX(order_date))) FROM orders"),
+])
+def test_days_are_a_date_difference_not_days_of_the_year(engine, part, expected):
+    sql, fixes = fixed("How many days after the first order was the last?",
+                       f"SELECT {part.format('MAX(order_date)')} - {part.format('MIN(order_date)')} FROM orders",
+                       engine)
+    assert sql == expected and "days between two dates" in fixes[0]
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("sqlite", "SELECT AVG(JULIANDAY(ship_date) - JULIANDAY(order_date)) FROM orders",
+     "SELECT AVG((JULIANDAY(ship_date) - JULIANDAY(order_date) + 1)) FROM orders"),
+    ("sqlite", "SELECT SUM(CAST((JULIANDAY(ship_date) - JULIANDAY(order_date)) AS INTEGER)) FROM orders",
+     "SELECT SUM(CAST((JULIANDAY(ship_date) - JULIANDAY(order_date) + 1) AS INTEGER)) FROM orders"),
+    ("postgresql", "SELECT AVG(ship_date - order_date) FROM orders",
+     "SELECT AVG((ship_date - order_date + 1)) FROM orders"),
+    ("duckdb", "SELECT AVG(DATE_DIFF('DAY', order_date, ship_date)) FROM orders",
+     "SELECT AVG((DATE_DIFF('DAY', order_date, ship_date) + 1)) FROM orders"),
+])
+def test_counting_both_ends_adds_one_day(engine, sql, expected):
+    fixed_sql, fixes = fixed("How many days does shipping take, counting the first and the last day?", sql, engine)
+    assert fixed_sql == expected and "both ends counted" in fixes[0]
+
+
+@pytest.mark.parametrize(("question", "sql", "engine"), [
+    # already inclusive
+    ("How many days, inclusive, does shipping take?",
+     "SELECT AVG(JULIANDAY(ship_date) - JULIANDAY(order_date) + 1) FROM orders", "sqlite"),
+    # not asked to count both ends
+    ("How many days does shipping take?", "SELECT AVG(JULIANDAY(ship_date) - JULIANDAY(order_date)) FROM orders",
+     "sqlite"),
+    # SQLite does not subtract dates as days: no day difference to add 1 to (the days rule repairs it first)
+    ("How many days does shipping take, inclusive?", "SELECT AVG(quantity - order_id) FROM items", "sqlite"),
+])
+def test_counting_both_ends_left_alone(question, sql, engine):
+    assert fixed(question, sql, engine)[1] == []
+
+
+def test_a_change_divides_the_difference_by_the_base():
+    new, base = "SUM(CASE WHEN status = 'new' THEN 1 ELSE 0 END)", "SUM(CASE WHEN status = 'old' THEN 1 ELSE 0 END)"
+    question = "By what percentage did orders grow from 2022 to 2023?"
+    sql, fixes = fixed(question, f"SELECT CAST({new} AS REAL) * 100 / {base} FROM orders")
+    assert sql == f"SELECT CAST(({new} - {base}) AS REAL) * 100 / {base} FROM orders"
+    assert "difference over the base" in fixes[0]
+    # the new value over the base, not yet a percentage: scaled, then the base subtracted
+    sql, fixes = fixed(question, f"SELECT {new} / {base} FROM orders", "postgresql")
+    assert sql == f"SELECT 100.0 * ({new} - {base}) / {base} FROM orders" and len(fixes) == 2
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT (SUM(quantity) - COUNT(*)) * 100.0 / COUNT(*) FROM items",  # the difference is there
+    "SELECT SUM(quantity) * 100.0 / COUNT(*) - 100 FROM items",  # new over base, less 100%
+    "SELECT SUM(quantity) / 3.0 + SUM(price) / 4.0 FROM items",  # two divisions: not guessed
+    "SELECT SUM(quantity) * 100.0 / SUM(quantity) FROM items",  # nothing to subtract
+])
+def test_a_change_left_alone(sql):
+    assert [f for f in fixed("By what percentage did items grow?", sql)[1] if "base" in f] == []

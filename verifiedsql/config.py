@@ -118,9 +118,10 @@ class Options:
     weigh_evidence: bool = True
     verify: bool = False  # check each candidate that ran against the question's constraints and repair it
     # repair each candidate that ran, on its AST, to the arithmetic the question's words ask for (a ratio is not
-    # scaled by 100 and a percentage is, "A to B" divides by B, no integer division, days by date arithmetic,
-    # distinct counts, rounding and letter case as the question instructs: stages/pvsql/rules.py); what it still
-    # breaks is evidence. No model call; on because it lost nothing on Spider and added EX on the analytics set
+    # scaled by 100 and a percentage is, "A to B" divides by B, a change divides the difference by its base, no
+    # integer division, days by date arithmetic (both ends when asked), distinct counts, rounding and letter case
+    # as the question instructs: stages/pvsql/rules.py); what it still breaks is evidence. No model call; on
+    # because it lost nothing on Spider and added EX on the analytics set
     constraint_repair: bool = True
     max_repairs: int = 3
     probe: bool = False  # let the model run exploratory queries first; findings go into the prompt

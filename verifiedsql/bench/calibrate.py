@@ -174,14 +174,14 @@ def fit_calibration(records: Sequence[dict[str, Any]], model: str, max_ex_loss: 
     answered = [r for r in records if _answered(r)]
     pool_rows, first_rows = _rows(answered)
     penalties = (choose_penalty(*pool_rows, folds), choose_penalty(*first_rows, folds) if first_rows[0] else None)
-    pool, first = _fits(answered, penalties)
+    pool, first = _fits(pool_rows, first_rows, penalties)
     draft = Calibration(model, pool, first, {})
     stop = choose_stop(records, draft, max_ex_loss)
     outcomes = []
     if len(answered) >= 2 * folds:
         for fold in range(folds):
             train, held = _fold(len(answered), folds, fold)
-            fold_pool, fold_first = _fits([answered[i] for i in train], penalties)
+            fold_pool, fold_first = _fits(*_rows([answered[i] for i in train]), penalties)
             outcomes += [policy(answered[i], Calibration(model, fold_pool, fold_first, {}), stop) for i in held]
     else:
         outcomes = [policy(r, draft, stop) for r in answered]
@@ -201,10 +201,9 @@ def _rows(answered: Sequence[dict[str, Any]]) -> tuple[Rows, Rows]:
             ([r["first_features"] for r in alone], [_first_correct(r) for r in alone]))
 
 
-def _fits(answered: Sequence[dict[str, Any]], penalties: tuple[float, float | None]) -> tuple[Logistic,
-                                                                                              Logistic | None]:
-    """The pool fit and the greedy-alone fit on answered records, with the given L2 strengths."""
-    pool_rows, first_rows = _rows(answered)
+def _fits(pool_rows: Rows, first_rows: Rows, penalties: tuple[float, float | None]) -> tuple[Logistic,
+                                                                                            Logistic | None]:
+    """The pool fit and the greedy-alone fit on the rows of answered records, with the given L2 strengths."""
     first = fit_logistic(*first_rows, penalties[1]) if first_rows[0] and penalties[1] is not None else None
     return fit_logistic(*pool_rows, penalties[0]), first
 

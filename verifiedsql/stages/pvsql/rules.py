@@ -8,8 +8,12 @@
 - **fractional**: the answer is a fraction (a ratio, a percentage, a share, a rate, an average, a growth), so a
   division of integers must not truncate (PostgreSQL and SQLite divide integers);
 - **days**: a number of days is a difference of dates in the engine's date arithmetic, not a difference of
-  their day-of-month parts (``EXTRACT(DAY FROM end) - EXTRACT(DAY FROM start)``), nor on SQLite a difference
-  of date text (which subtracts the years);
+  their day-of-month or day-of-year parts (``EXTRACT(DAY FROM end) - EXTRACT(DAY FROM start)``,
+  ``STRFTIME('%j', end) - STRFTIME('%j', start)``), nor on SQLite a difference of date text (which subtracts
+  the years);
+- **inclusive**: "counting the first and the last day" (or "inclusive") adds 1 to a difference of dates;
+- **growth**: a percentage change ("by what percentage did X grow", "the percentage change from A to B")
+  divides the difference of the two values by the base, not the new value alone;
 - **distinct**: "how many different X" counts distinct X;
 - **rounding**: "rounded to two decimal places" (or "to the nearest whole number") rounds the computed outputs
   to that many places;
@@ -33,7 +37,7 @@ from ...db.schema import Column, Schema, Table
 from ..common.catalog import Catalog
 from ..common.facts import date_like
 from ..common.frames import column_kind
-from ..repair import date_part
+from ..repair import date_part, day_of_year
 from .constraints import INT, REAL, UNKNOWN, normalize, numeric_type
 
 _PERCENT = re.compile(r"\b(?:percent|percentage|percentages|pct)\b|%")
@@ -43,6 +47,10 @@ _FRACTIONAL = re.compile(r"\b(?:ratio|fraction|proportion|percent|percentage|pct
 _TO_TERMS = re.compile(r"\bratio of (?:the )?(.+?) to (?:the )?(.+?)(?:[?.,;]|$)")
 _TOTAL = re.compile(r"\b(?:total|all|overall|whole|entire)\b")
 _DAYS = re.compile(r"\bdays?\b")
+_INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\b(?:counting|including|include|includes|count) (?:both )?(?:the )?"
+                        r"(?:first|start(?:ing)?|start date) (?:day )?and (?:the )?(?:last|end(?:ing)?|end date)\b")
+_GROWTH = re.compile(r"(?:\bpercent(?:age)?|%)\s*(?:change|growth|increase|decrease|decline|drop|rise|fall)\b"
+                     r"|\bby what (?:percent(?:age)?\b|%)|\bgrowth rate\b|\brate of (?:growth|change)\b")
 _DISTINCT_COUNT = re.compile(r"\b(?:how many|number of|count(?: of)?)\s+(?:the\s+)?(?:distinct|different|unique)\s+"
                              r"([a-z][a-z_]*)")
 _HUNDRED = (100, 100.0)
@@ -64,14 +72,16 @@ class Rules:
     divisor: str | None = None  # "the ratio of A to B": B's words
     fractional: bool = False
     days: bool = False
+    inclusive: bool = False  # a number of days counts the first and the last day
+    growth: bool = False  # a percentage change: (new - base) / base
     distinct: str | None = None  # the noun counted as distinct things ("customers")
     rounding: int | None = None  # decimal places the answer is rounded to (0: a whole number)
     case_insensitive: bool = False
 
     @property
     def any(self) -> bool:
-        return bool(self.scale or self.divisor or self.fractional or self.days or self.distinct
-                    or self.rounding is not None or self.case_insensitive)
+        return bool(self.scale or self.divisor or self.fractional or self.days or self.inclusive or self.growth
+                    or self.distinct or self.rounding is not None or self.case_insensitive)
 
     def describe(self) -> list[str]:
         """Each rule in words, for the report."""
@@ -83,6 +93,10 @@ class Rules:
             lines.append("the answer is a fraction: no division may truncate to an integer")
         if self.days:
             lines.append("a number of days is a difference of dates in the engine's date arithmetic")
+        if self.inclusive:
+            lines.append("the number of days counts the first and the last day (the difference plus 1)")
+        if self.growth:
+            lines.append("a change is the difference of the two values divided by the base")
         if self.distinct:
             lines.append(f'"{self.distinct}" are counted once each (COUNT DISTINCT)')
         if self.rounding is not None:
@@ -101,8 +115,10 @@ def read_rules(question: str) -> Rules:
     terms = _TO_TERMS.search(text)
     divisor = terms.group(2).strip() if terms and not _TOTAL.search(terms.group(2)) else None
     distinct = _DISTINCT_COUNT.search(text)
-    return Rules(scale=scale, divisor=divisor, fractional=bool(_FRACTIONAL.search(text)),
-                 days=bool(_DAYS.search(text)), distinct=distinct.group(1) if distinct else None,
+    days = bool(_DAYS.search(text))
+    return Rules(scale=scale, divisor=divisor, fractional=bool(_FRACTIONAL.search(text)), days=days,
+                 inclusive=days and bool(_INCLUSIVE.search(text)), growth=bool(_GROWTH.search(text)),
+                 distinct=distinct.group(1) if distinct else None,
                  rounding=_places(text), case_insensitive=bool(_CASE.search(text)))
 
 
@@ -401,10 +417,12 @@ def _integer_division(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
 
 
 def _day_part(node: exp.Expr) -> exp.Expr | None:
-    """The date whose day of the month ``node`` takes (``EXTRACT(DAY FROM d)``, ``DAY(d)``, ``STRFTIME('%d', d)``,
-    any of them cast to a number), or None."""
-    found = date_part(_uncast(node))
-    return found[1] if found is not None and found[0] == "DAY" else None
+    """The date whose day of the month or of the year ``node`` takes (``EXTRACT(DAY FROM d)``, ``DAY(d)``,
+    ``STRFTIME('%d', d)``, ``STRFTIME('%j', d)``, ``EXTRACT(DOY FROM d)``, any of them cast to a number), or
+    None."""
+    node = _uncast(node)
+    found = date_part(node)
+    return found[1] if found is not None and found[0] == "DAY" else day_of_year(node)
 
 
 def _date_valued(node: exp.Expr, env: Env, column_of: Callable[[exp.Column], Column | None]) -> bool:
@@ -433,7 +451,7 @@ def _days(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     found = []
     for sub in tree.find_all(exp.Sub):
         ends = (_day_part(sub.left), _day_part(sub.right))
-        why = "the difference of the days of the month"
+        why = "a difference of day-of-month or day-of-year parts"
         if ends[0] is None or ends[1] is None:
             if env.engine != "sqlite" or not all(_date_valued(side, env, column_of) for side in (sub.left,
                                                                                                   sub.right)):
@@ -465,6 +483,83 @@ def _day_difference(sub: exp.Sub, end: exp.Expr, start: exp.Expr, why: str, env:
     before = _sql(sub, env)
     return Finding(f"{before} is {why}, not a number of days",
                    f"{before} -> {_sql(build(), env)} (days between two dates)", lambda: sub.replace(build()))
+
+
+def _day_differences(tree: exp.Expr, env: Env) -> list[exp.Expr]:
+    """The differences of dates in days: ``JULIANDAY(a) - JULIANDAY(b)``, ``DATE_DIFF('DAY', b, a)``, and where
+    the engine subtracts dates as days (not SQLite), ``a - b`` of two dates."""
+    column_of = _columns(tree, env)
+    found: list[exp.Expr] = []
+    for node in tree.find_all(exp.Sub, exp.DateDiff):
+        if isinstance(node, exp.DateDiff):
+            unit = node.args.get("unit")
+            if unit is None or unit.name.upper() in ("DAY", "DAYS"):
+                found.append(node)
+            continue
+        sides = (_uncast(node.this), _uncast(node.expression))
+        if all(isinstance(side, exp.Anonymous) and side.name.upper() == "JULIANDAY" for side in sides) or (
+                env.engine != "sqlite" and all(_date_valued(side, env, column_of) for side in sides)):
+            found.append(node)
+    return found
+
+
+def _plus_one(node: exp.Expr) -> bool:
+    """Whether ``node`` (through parentheses and casts) is added to 1."""
+    child, parent = node, node.parent
+    while isinstance(parent, (exp.Paren, exp.Cast, exp.TryCast)):
+        child, parent = parent, parent.parent
+    if not isinstance(parent, exp.Add):
+        return False
+    other = _bare(parent.expression if parent.this is child else parent.this)
+    return isinstance(other, exp.Literal) and not other.is_string and other.to_py() == 1
+
+
+def _inclusive(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"Counting the first and the last day": a difference of dates in days, plus 1."""
+    if not rules.inclusive:
+        return []
+    found = []
+    for difference in _day_differences(tree, env):
+        if _plus_one(difference):
+            continue
+        before = _sql(difference, env)
+
+        def build(difference: exp.Expr = difference) -> exp.Expr:
+            added = exp.Add(this=difference.copy(), expression=exp.Literal.number(1))
+            return added if isinstance(difference.parent, exp.Paren) else exp.paren(added)
+
+        def apply(difference: exp.Expr = difference, build: Callable[[], exp.Expr] = build) -> None:
+            difference.replace(build())
+        found.append(Finding(f"the question counts the first and the last day, but {before} leaves one out",
+                             f"{before} -> {_sql(build(), env)} (both ends counted)", apply))
+    return found
+
+
+def _growth(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A percentage change computed as the new value over the base (``new * 100 / base``, no subtraction
+    anywhere in the output): the difference over the base instead."""
+    if not rules.growth:
+        return []
+    found = []
+    for output in _outputs(tree):
+        divisions = _top_divisions(output)
+        if len(divisions) != 1 or next(_own(output, exp.Sub), None) is not None:
+            continue
+        new, base = _numerator(divisions[0].this), _numerator(divisions[0].expression)
+        if isinstance(new, exp.Literal) or _sql(new, env) == _sql(base, env):
+            continue
+        before = _sql(new, env)
+
+        def build(new: exp.Expr = new, base: exp.Expr = base) -> exp.Expr:
+            return exp.paren(exp.Sub(this=new.copy(), expression=base.copy()))
+
+        def apply(new: exp.Expr = new, build: Callable[[], exp.Expr] = build) -> None:
+            new.replace(build())
+        found.append(Finding(f"the question asks for a change, but {_sql(output, env)} divides the new value "
+                             "by the base without subtracting the base",
+                             f"{before} -> {_sql(build(), env)} (a change is the difference over the base)",
+                             apply))
+    return found
 
 
 def _noun_column(tree: exp.Select, noun: str, env: Env) -> exp.Column | None:
@@ -604,7 +699,8 @@ def _case(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     return found
 
 
-RULES: tuple[Rule, ...] = (_scale, _divisor, _integer_division, _days, _distinct, _rounding, _case)
+RULES: tuple[Rule, ...] = (_scale, _divisor, _growth, _integer_division, _days, _inclusive, _distinct, _rounding,
+                          _case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
-divisor, integer division, days and distinct counts; the rounding last of the arithmetic, then the letter
-case of comparisons."""
+divisor, the change over a base, integer division, days (then both ends of them) and distinct counts; the
+rounding last of the arithmetic, then the letter case of comparisons."""

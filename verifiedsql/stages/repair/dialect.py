@@ -97,6 +97,23 @@ def date_part(node: exp.Expr) -> tuple[str, exp.Expr] | None:
     return None
 
 
+def day_of_year(node: exp.Expr) -> exp.Expr | None:
+    """The argument of a day-of-year call (``STRFTIME('%j', x)``, ``EXTRACT(DOY FROM x)``, ``DAYOFYEAR(x)``),
+    or None."""
+    if isinstance(node, exp.DayOfYear):
+        return _unwrap_date(node.this)
+    if isinstance(node, exp.Extract) and isinstance(node.this, (exp.Var, exp.Identifier, exp.Literal)) \
+            and node.this.name.upper() in ("DOY", "DAYOFYEAR"):
+        return _unwrap_date(node.expression)
+    if isinstance(node, exp.TimeToStr) and isinstance(fmt := node.args.get("format"), exp.Literal) \
+            and fmt.name == "%j":
+        return _unwrap_date(node.this)
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "strftime" and len(node.expressions) == 2 \
+            and isinstance(node.expressions[0], exp.Literal) and node.expressions[0].name == "%j":
+        return _unwrap_date(node.expressions[1])
+    return None
+
+
 def _unwrap_date(node: exp.Expr) -> exp.Expr:
     """``x`` from the date conversions sqlglot wraps arguments in (``DATE(x)``, ``CAST(x AS DATE)``)."""
     while isinstance(node, (exp.TsOrDsToDate, exp.Date, exp.TsOrDsToTimestamp)) and node.this is not None:
