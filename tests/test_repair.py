@@ -297,6 +297,24 @@ def test_text_holding_dates_is_cast_to_a_date(typed_engine):
     assert_repaired(report, model, broken, "released -> CAST(released AS DATE) (released text holding dates)")
 
 
+STAYS = ("CREATE TABLE stays (id BIGINT, checkin DATE, checkout DATE, came TIMESTAMP, went TIMESTAMP)",
+         "INSERT INTO stays VALUES (1, '2024-01-30', '2024-02-02', '2024-01-30 10:00', '2024-02-02 09:00'), "
+         "(2, '2023-12-31', '2024-01-07', '2023-12-31 12:00', '2024-01-07 08:00')")
+
+
+def test_the_day_of_a_difference_of_dates_is_the_difference(typed_engine):
+    """Between DATEs, PostgreSQL's and DuckDB's ``a - b`` is a number of days, whose day they refuse to take."""
+    engine = with_tables(typed_engine, *STAYS)
+    broken = "SELECT id, EXTRACT(DAY FROM (checkout - checkin)) FROM stays"
+    rows, report, model = repaired(engine, broken)
+    assert rows == [(1, 3), (2, 7)]
+    assert_repaired(report, model, broken, "(a difference of dates is a number of days on ")
+    # between timestamps the difference is an interval, whose day the engine takes: run as written
+    written = "SELECT id, EXTRACT(DAY FROM (went - came)) FROM stays"
+    rows, report, _ = repaired(engine, written)
+    assert rows == [(1, 2), (2, 6)] and report.candidates[0].attempts == []
+
+
 def test_a_join_of_text_with_a_number_casts_the_side_whose_values_convert(typed_engine):
     broken = "SELECT f.title, c.name FROM films AS f JOIN customers AS c ON f.code = c.id WHERE f.year = 2021"
     rows, report, model = repaired(typed_engine, broken)

@@ -1,5 +1,6 @@
-"""Types, from the reflected column types and samples: date parts of columns that are not dates, text
-compared with numbers, string functions on non-text columns, number functions on text holding numbers."""
+"""Types, from the reflected column types and samples: date parts of columns that are not dates, the day of a
+difference of dates (a number already), text compared with numbers, string functions on non-text columns,
+number functions on text holding numbers."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from .problems import COMPARISONS, Option, PlannerBase, Problem
 
 Kind = Literal["int", "num", "text", "date", "bool", "other"]
 STRICT_TYPES = frozenset({"postgresql", "duckdb", "snowflake"})  # engines that refuse mixed-type comparisons
+DAYS_BETWEEN_DATES = frozenset({"postgresql", "duckdb"})  # engines where date - date is a number of days
 
 _FAMILY: dict[str, Kind] = {"int": "int", "float": "num", "bool": "bool", "date": "date", "timestamp": "date",
                             "time": "date", "text": "text", "any": "other"}
@@ -83,6 +85,8 @@ class TypeRepairs(PlannerBase):
         for node in _own_nodes(scope):
             if (option := self._date_function(scope, node)) is not None:
                 found.append(Problem([option]))
+            if (option := self._day_of_days(scope, node)) is not None:
+                found.append(Problem([option]))
             if self.engine not in STRICT_TYPES:
                 continue
             compares = isinstance(node, COMPARISONS) \
@@ -130,6 +134,37 @@ class TypeRepairs(PlannerBase):
         written = argument.sql(dialect=self.dialect)
         description = f"{target.sql(dialect=self.dialect)} -> {build().sql(dialect=self.dialect)} ({written} {why})"
         return Option(description, lambda: target.replace(build()), target)
+
+    def _day_of_days(self, scope: Scope, node: exp.Expr) -> Option | None:
+        """``EXTRACT(DAY FROM (a - b))`` of two dates where the engine's ``a - b`` is already a number of days
+        (an interval only between timestamps), which it refuses to take a day from: the difference itself."""
+        found = date_part(node)
+        if self.engine not in DAYS_BETWEEN_DATES or found is None or found[0] != "DAY":
+            return None
+        difference = found[1]
+        while isinstance(difference, exp.Paren):
+            difference = difference.this
+        if not isinstance(difference, exp.Sub) \
+                or not all(self._a_date(scope, side) for side in (difference.this, difference.expression)):
+            return None
+        target: exp.Expr = node.parent if isinstance(node.parent, exp.Cast) else node
+
+        def build() -> exp.Expr:
+            return exp.paren(difference.copy())
+        description = (f"{target.sql(dialect=self.dialect)} -> {build().sql(dialect=self.dialect)} (a difference "
+                       f"of dates is a number of days on {self.engine})")
+        return Option(description, lambda: target.replace(build()), target)
+
+    def _a_date(self, scope: Scope, node: exp.Expr) -> bool:
+        """A date without a time: a DATE column (by its reflected type), its MIN or MAX, or a cast to DATE."""
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, (exp.Max, exp.Min)):
+            return self._a_date(scope, node.this)
+        if isinstance(node, exp.Cast):
+            return node.to.this == exp.DataType.Type.DATE
+        column = self._column_of(scope, node)
+        return column is not None and column_kind(column.type) == "date"
 
     def _comparison(self, scope: Scope, node: exp.Expr) -> list[Option]:
         """Text compared with a number (by a comparison operator or ``IN (subquery)``): cast the text side when
