@@ -114,6 +114,8 @@ UNLIKE = "unlike-spider-0.5b"
 ANALYTICS_PAGE = "analytics.md"
 ANALYTICS_RUNS = {
     "analytics-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default", "On SQLite, the 1.5B model"),
+    "analytics-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
+                                  "On PostgreSQL, the 1.5B model"),
 }
 
 # which stages are on by default (bench stages): run -> (model, sample size, cache folder, page, the page's
