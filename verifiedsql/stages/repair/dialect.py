@@ -20,6 +20,8 @@ _FUNCTION_ERRORS = (
 )
 
 _PARTS = {"YEAR": "%Y", "MONTH": "%m", "DAY": "%d"}
+_DAY_OF_YEAR = {"DOY": "%j", "DAYOFYEAR": "%j"}
+_PART_CALLS = ((exp.Year, "YEAR"), (exp.Month, "MONTH"), (exp.Day, "DAY"), (exp.DayOfYear, "DOY"))
 
 
 class FunctionRepairs(PlannerBase):
@@ -73,44 +75,40 @@ class FunctionRepairs(PlannerBase):
 def date_part(node: exp.Expr) -> tuple[str, exp.Expr] | None:
     """(YEAR/MONTH/DAY, the argument) of a date-part call: YEAR(x), EXTRACT(YEAR FROM x),
     DATE_PART('year', x), STRFTIME('%Y', x)."""
-    for cls, part in ((exp.Year, "YEAR"), (exp.Month, "MONTH"), (exp.Day, "DAY")):
+    return _part_call(node, _PARTS)
+
+
+def day_of_year(node: exp.Expr) -> exp.Expr | None:
+    """The argument of a day-of-year call (``STRFTIME('%j', x)``, ``EXTRACT(DOY FROM x)``, ``DAYOFYEAR(x)``),
+    or None."""
+    found = _part_call(node, _DAY_OF_YEAR)
+    return found[1] if found is not None else None
+
+
+def _part_call(node: exp.Expr, parts: dict[str, str]) -> tuple[str, exp.Expr] | None:
+    """(the part, the argument) of a call that takes one of ``parts`` (its name -> its STRFTIME format) from a
+    date, in any of the spellings the engines and the models use; None for any other node."""
+    for cls, part in _PART_CALLS:
         if isinstance(node, cls):
-            return part, _unwrap_date(node.this)
+            return (part, _unwrap_date(node.this)) if part in parts else None
     if isinstance(node, exp.Extract):
         part = node.this.name.upper() if isinstance(node.this, (exp.Var, exp.Identifier, exp.Literal)) else ""
-        return (part, _unwrap_date(node.expression)) if part in _PARTS else None
+        return (part, _unwrap_date(node.expression)) if part in parts else None
     if isinstance(node, exp.TimeToStr):
         pair = (node.args.get("format"), node.this)
         for fmt, argument in (pair, pair[::-1]):  # DuckDB's STRFTIME(x, fmt) written as SQLite's (fmt, x)
             if isinstance(fmt, exp.Literal) and argument is not None and not isinstance(argument, exp.Literal):
-                named = next((p for p, f in _PARTS.items() if fmt.name == f), "")
+                named = next((p for p, f in parts.items() if fmt.name == f), "")
                 return (named, _unwrap_date(argument)) if named else None
         return None
     if isinstance(node, exp.Anonymous) and node.name.lower() in ("date_part", "datepart", "strftime") \
             and len(node.expressions) == 2:
         first, second = node.expressions
         if node.name.lower() == "strftime":
-            part = next((p for p, f in _PARTS.items() if isinstance(first, exp.Literal) and first.name == f), "")
+            part = next((p for p, f in parts.items() if isinstance(first, exp.Literal) and first.name == f), "")
         else:
             part = first.name.upper() if isinstance(first, (exp.Literal, exp.Var, exp.Column)) else ""
-        return (part, _unwrap_date(second)) if part in _PARTS else None
-    return None
-
-
-def day_of_year(node: exp.Expr) -> exp.Expr | None:
-    """The argument of a day-of-year call (``STRFTIME('%j', x)``, ``EXTRACT(DOY FROM x)``, ``DAYOFYEAR(x)``),
-    or None."""
-    if isinstance(node, exp.DayOfYear):
-        return _unwrap_date(node.this)
-    if isinstance(node, exp.Extract) and isinstance(node.this, (exp.Var, exp.Identifier, exp.Literal)) \
-            and node.this.name.upper() in ("DOY", "DAYOFYEAR"):
-        return _unwrap_date(node.expression)
-    if isinstance(node, exp.TimeToStr) and isinstance(fmt := node.args.get("format"), exp.Literal) \
-            and fmt.name == "%j":
-        return _unwrap_date(node.this)
-    if isinstance(node, exp.Anonymous) and node.name.lower() == "strftime" and len(node.expressions) == 2 \
-            and isinstance(node.expressions[0], exp.Literal) and node.expressions[0].name == "%j":
-        return _unwrap_date(node.expressions[1])
+        return (part, _unwrap_date(second)) if part in parts else None
     return None
 
 
