@@ -43,6 +43,24 @@ CASES = {
         "What is the ratio of business customers to consumer customers?",
         f"SELECT 1.0 * {BUSINESS} / ({BUSINESS} + {CONSUMER}) FROM customers",
         f"SELECT 1.0 * {BUSINESS} / {CONSUMER} FROM customers", ENGINES),
+    "ratio of A to B over every row": (
+        "What is the ratio of cancelled orders to delivered orders?",
+        "SELECT CAST(COUNT(CASE WHEN status = 'cancelled' THEN 1 END) AS FLOAT) / COUNT(*) FROM orders",
+        "SELECT 1.0 * SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) / "
+        "SUM(CASE WHEN status = 'delivered' THEN 1 ELSE 0 END) FROM orders", ENGINES),
+    "ratio of A to B with B in the WHERE": (
+        "What is the ratio of business customers to consumer customers?",
+        "SELECT CAST(SUM(CASE WHEN segment = 'business' THEN 1 ELSE 0 END) AS FLOAT) / COUNT(*) FROM customers "
+        "WHERE segment = 'consumer'",
+        f"SELECT 1.0 * {BUSINESS} / {CONSUMER} FROM customers", ENGINES),
+    "percentage of the filtered rows": (
+        "What percentage of orders were placed through the web channel?",
+        "SELECT COUNT(*) * 100.0 / COUNT(order_id) FROM orders WHERE channel = 'web'",
+        f"SELECT 100.0 * {WEB} / COUNT(*) FROM orders", ENGINES),
+    "percentage counted and filtered": (
+        "What percentage of orders were placed through the web channel?",
+        f"SELECT {WEB} * 100.0 / COUNT(*) FROM orders WHERE channel = 'web'",
+        f"SELECT 100.0 * {WEB} / COUNT(*) FROM orders", ENGINES),
     "percentage as a fraction": (
         "What percentage of orders were placed through the web channel?",
         f"SELECT CAST({WEB} AS FLOAT) / COUNT(*) FROM orders",

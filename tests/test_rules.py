@@ -10,8 +10,10 @@ from verifiedsql.db.schema import Column, Schema, Table
 from verifiedsql.stages.pvsql.rules import Env, Rules, problems, read_rules, repair
 
 SCHEMA = Schema((
-    Table("orders", (Column("order_id", "INTEGER"), Column("customer_id", "INTEGER"), Column("order_date", "DATE"),
-                     Column("ship_date", "DATE"), Column("status", "TEXT"), Column("pct_late", "REAL"))),
+    Table("orders", (Column("order_id", "INTEGER", primary_key=True), Column("customer_id", "INTEGER"),
+                     Column("order_date", "DATE"), Column("ship_date", "DATE"),
+                     Column("status", "TEXT", samples=("delivered", "cancelled", "failed")),
+                     Column("pct_late", "REAL"), Column("gender", "TEXT", samples=("F", "M")))),
     Table("customers", (Column("customer_id", "INTEGER"), Column("city", "TEXT"), Column("joined", "TEXT",
                                                                                             samples=("2024-01-02",)))),
     Table("items", (Column("order_id", "INTEGER"), Column("quantity", "INTEGER"), Column("price", "REAL"))),
@@ -27,7 +29,7 @@ def fixed(question: str, sql: str, engine: str = "sqlite") -> tuple[str, list[st
 
 @pytest.mark.parametrize(("question", "rules"), [
     ("What is the ratio of cancelled orders to delivered orders?",
-     Rules(scale="ratio", divisor="delivered orders", fractional=True)),
+     Rules(scale="ratio", divisor="delivered orders", dividend="cancelled orders", fractional=True)),
     ("What is the ratio of late orders to the total number of orders?", Rules(scale="ratio", fractional=True)),
     ("What percentage of orders were late?", Rules(scale="percent", fractional=True)),
     ("What proportion of orders were late, as a percentage?", Rules(scale="percent", fractional=True)),
@@ -255,3 +257,82 @@ def test_a_change_divides_the_difference_by_the_base():
 ])
 def test_a_change_left_alone(sql):
     assert [f for f in fixed("By what percentage did items grow?", sql)[1] if "base" in f] == []
+
+
+A_OVER_B = ("SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) / "
+            "SUM(CASE WHEN status = 'delivered' THEN 1 ELSE 0 END)")
+
+
+@pytest.mark.parametrize(("question", "sql", "expected"), [
+    ("What is the ratio of cancelled orders to delivered orders?",  # A over every row
+     "SELECT COUNT(CASE WHEN status = 'cancelled' THEN 1 END) * 1.0 / COUNT(*) FROM orders",
+     "SELECT COUNT(CASE WHEN status = 'cancelled' THEN 1 END) * 1.0 / "
+     "SUM(CASE WHEN status = 'delivered' THEN 1 ELSE 0 END) FROM orders"),
+    ("What is the ratio of cancelled orders to delivered orders?",  # every row over A
+     "SELECT CAST(COUNT(order_id) AS REAL) / COUNT(CASE WHEN status = 'cancelled' THEN order_id END) FROM orders",
+     "SELECT CAST(SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) AS REAL) / "
+     "SUM(CASE WHEN status = 'delivered' THEN 1 ELSE 0 END) FROM orders"),
+    ("What is the ratio of cancelled orders to delivered orders?",  # B's rows only, in the WHERE
+     "SELECT CAST(SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) AS REAL) / COUNT(*) FROM orders "
+     "WHERE status = 'delivered' AND order_date > '2024-01-01'",
+     "SELECT CAST(SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) AS REAL) / "
+     "SUM(CASE WHEN status = 'delivered' THEN 1 ELSE 0 END) FROM orders WHERE order_date > '2024-01-01'"),
+    ("What is the ratio of female to male customers?",  # A's rows only, a one-letter code
+     "SELECT CAST(COUNT(*) AS REAL) / COUNT(gender) FROM orders WHERE gender = 'F'",
+     "SELECT CAST(SUM(CASE WHEN gender = 'F' THEN 1 ELSE 0 END) AS REAL) / "
+     "SUM(CASE WHEN gender = 'M' THEN 1 ELSE 0 END) FROM orders"),
+])
+def test_ratio_of_a_to_b_counts_b_not_every_row(question, sql, expected):
+    sql_fixed, fixes = fixed(question, sql)
+    assert sql_fixed == expected and fixes
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    ("What is the ratio of cancelled orders to delivered orders?", f"SELECT 1.0 * {A_OVER_B} FROM orders"),
+    ("What is the ratio of cancelled orders to all orders?",  # B is the total
+     "SELECT COUNT(CASE WHEN status = 'cancelled' THEN 1 END) * 1.0 / COUNT(*) FROM orders"),
+    ("What is the ratio of cancelled orders to returned orders?",  # no stored value is named "returned"
+     "SELECT COUNT(CASE WHEN status = 'cancelled' THEN 1 END) * 1.0 / COUNT(*) FROM orders"),
+])
+def test_ratio_of_a_to_b_left_alone(question, sql):
+    assert fixed(question, sql) == (sql, [])
+
+
+def test_ratio_of_a_to_b_over_every_row_with_no_b_is_reported():
+    question, sql = ("What is the ratio of cancelled orders to returned orders?",
+                     "SELECT COUNT(CASE WHEN status = 'cancelled' THEN 1 END) * 1.0 / COUNT(*) FROM orders")
+    env = Env("sqlite", "sqlite", SCHEMA)
+    assert any("divides by every row" in p for p in problems(sqlglot.parse_one(sql), read_rules(question), env))
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT COUNT(*) * 100.0 / COUNT(DISTINCT order_id) FROM orders WHERE status = 'delivered'",
+     "SELECT SUM(CASE WHEN status = 'delivered' THEN 1 ELSE 0 END) * 100.0 / COUNT(DISTINCT order_id) FROM orders"),
+    ("SELECT 100.0 * SUM(CASE WHEN status = 'delivered' THEN 1 ELSE 0 END) / COUNT(*) FROM orders "
+     "WHERE status = 'delivered' AND order_date > '2024-01-01'",
+     "SELECT 100.0 * SUM(CASE WHEN status = 'delivered' THEN 1 ELSE 0 END) / COUNT(*) FROM orders "
+     "WHERE order_date > '2024-01-01'"),
+])
+def test_a_share_of_the_rows_it_filters_is_of_every_row(sql, expected):
+    sql_fixed, fixes = fixed("What percentage of orders were delivered?", sql)
+    assert sql_fixed == expected and fixes
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 100.0 * SUM(CASE WHEN status = 'delivered' THEN 1 ELSE 0 END) / COUNT(*) FROM orders",
+    # not every row: a nullable column's count, or customers (not orders) counted once each
+    "SELECT COUNT(*) * 100.0 / COUNT(ship_date) FROM orders WHERE status = 'delivered'",
+    "SELECT COUNT(*) * 100.0 / COUNT(DISTINCT customer_id) FROM orders WHERE status = 'delivered'",
+    # per group, or over a join: the two counts may differ
+    "SELECT status, COUNT(*) * 100.0 / COUNT(*) FROM orders WHERE order_date > '2024-01-01' GROUP BY status",
+])
+def test_a_share_left_alone(sql):
+    assert fixed("What percentage of orders were delivered?", sql) == (sql, [])
+
+
+def test_a_share_of_its_own_rows_with_two_filters_is_reported_not_guessed():
+    sql = "SELECT COUNT(*) * 100.0 / COUNT(*) FROM orders WHERE status = 'delivered' AND order_date > '2024-01-01'"
+    env = Env("sqlite", "sqlite", SCHEMA)
+    question = "What percentage of orders were delivered?"
+    assert fixed(question, sql) == (sql, [])
+    assert any("100% of them" in p for p in problems(sqlglot.parse_one(sql), read_rules(question), env))

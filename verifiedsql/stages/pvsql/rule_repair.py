@@ -13,18 +13,23 @@ and ``verify`` (whose repair prompts quote them) reads them as they are.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from ...config import Options
-from ...errors import UnsafeSQLError
+from ...errors import QueryError, QueryTimeoutError, UnsafeSQLError
 from ...guard.safety import parse_one_query
+from ..common.values import distinct_scan
 from ..context import QuestionContext
 from ..generate import CandidateRun, Execution, execute_candidate
 from .rules import Env, Rules, problems, read_rules, repair
 
 # what reading or rewriting an odd tree can raise: the candidate is then left as it is
 _READ_ERRORS = (SqlglotError, RecursionError, ValueError, KeyError, AttributeError, TypeError, IndexError)
+STORED_VALUES = 50  # distinct values of a column a rule reads ("the ratio of A to B": the value B names)
+LOOKUP_TIMEOUT_S = 5.0
 
 
 class ConstraintRepair:
@@ -49,8 +54,20 @@ class RuleRepairer:
         self.ctx = ctx
         self.rules = rules
         profile = ctx.database.profile
-        self.env = Env(profile.sqlglot_dialect, profile.name, ctx.schema)
+        self.env = Env(profile.sqlglot_dialect, profile.name, ctx.schema, self._values)
         self.runs: dict[str, Execution] = {}
+        self.read: dict[str, Sequence[object]] = {}
+
+    def _values(self, table: exp.Table, column: exp.Identifier) -> Sequence[object]:
+        """Up to STORED_VALUES distinct values of ``column`` (a bounded, read-only scan; none when it fails)."""
+        sql = distinct_scan(column, table, STORED_VALUES).sql(dialect=self.env.dialect)
+        if sql not in self.read:
+            try:
+                rows = self.ctx.query(sql, timeout_s=LOOKUP_TIMEOUT_S, doing="a constraint's value lookup").rows
+            except (QueryError, QueryTimeoutError, UnsafeSQLError):
+                rows = ()
+            self.read[sql] = tuple(row[0] for row in rows)
+        return self.read[sql]
 
     def check(self, run: CandidateRun) -> CandidateRun:
         """The run as it was, or its repair when one applies and runs; the candidate's violations are what its

@@ -4,7 +4,11 @@
 
 - **scale**: a *ratio*, *fraction* or *proportion* (and no *percent*) is not multiplied by 100; a *percentage*
   (*percent*, ``%``) is;
-- **divisor**: "the ratio of A to B" divides by B, not by A + B (unless B is a total);
+- **divisor**: "the ratio of A to B" divides by B, not by A + B (unless B is a total), nor by every row;
+  where the SQL counts A (or filters on it) and counts every row for B, B's count is built from the stored
+  value B's words name;
+- **whole**: a percentage or a fraction whose two sides count the same rows is 100% (1) whatever the data:
+  the condition that filters the rows belongs in the numerator;
 - **fractional**: the answer is a fraction (a ratio, a percentage, a share, a rate, an average, a growth), so a
   division of integers must not truncate (PostgreSQL and SQLite divide integers);
 - **days**: a number of days is a difference of dates in the engine's date arithmetic, not a difference of
@@ -27,7 +31,7 @@ the caller (``rule_repair.py``) runs a repaired SQL through both safety layers.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -70,6 +74,7 @@ class Rules:
 
     scale: Scale | None = None
     divisor: str | None = None  # "the ratio of A to B": B's words
+    dividend: str | None = None  # and A's
     fractional: bool = False
     days: bool = False
     inclusive: bool = False  # a number of days counts the first and the last day
@@ -114,9 +119,10 @@ def read_rules(question: str) -> Rules:
     scale: Scale | None = "percent" if percent else "ratio" if _RATIO.search(text) else None
     terms = _TO_TERMS.search(text)
     divisor = terms.group(2).strip() if terms and not _TOTAL.search(terms.group(2)) else None
+    dividend = terms.group(1).strip() if terms and divisor else None
     distinct = _DISTINCT_COUNT.search(text)
     days = bool(_DAYS.search(text))
-    return Rules(scale=scale, divisor=divisor, fractional=bool(_FRACTIONAL.search(text)), days=days,
+    return Rules(scale=scale, divisor=divisor, dividend=dividend, fractional=bool(_FRACTIONAL.search(text)), days=days,
                  inclusive=days and bool(_INCLUSIVE.search(text)), growth=bool(_GROWTH.search(text)),
                  distinct=distinct.group(1) if distinct else None,
                  rounding=_places(text), case_insensitive=bool(_CASE.search(text)))
@@ -143,13 +149,19 @@ class Finding:
     apply: Callable[[], object] | None = None
 
 
+ValueReader = Callable[[exp.Table, exp.Identifier], Sequence[object]]
+
+
 @dataclass(frozen=True)
 class Env:
-    """The candidate's surroundings: sqlglot's dialect, the engine's profile name and the reflected schema."""
+    """The candidate's surroundings: sqlglot's dialect, the engine's profile name and the reflected schema;
+    ``values`` reads a column's stored values (a bounded read of the database), where the caller can read it;
+    without it a column's samples stand in."""
 
     dialect: str
     engine: str
     schema: Schema
+    values: ValueReader | None = None
 
     def catalog(self) -> Catalog:
         return Catalog(self.schema, self.engine)
@@ -357,6 +369,247 @@ def _divisor(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
                                      f"/ {before} -> / {_sql(kept, env)} (a ratio of A to B divides by B)", apply))
                 break
     return found
+
+
+def _count_condition(node: exp.Expr) -> exp.Expr | None:
+    """The condition of a count of the rows that meet it (``SUM(CASE WHEN c THEN 1 ELSE 0 END)``,
+    ``COUNT(CASE WHEN c THEN x END)``, under casts and factors), else None."""
+    node = _numerator(node)
+    if not isinstance(node, (exp.Sum, exp.Count)) or not isinstance(case := _bare(node.this), exp.Case):
+        return None
+    ifs = case.args.get("ifs") or []
+    if len(ifs) != 1:
+        return None
+    then, default = _bare(ifs[0].args["true"]), case.args.get("default")
+    if isinstance(node, exp.Sum):
+        counts = _is_number(then, 1) and (default is None or _is_number(default, 0))
+    else:
+        counts = not isinstance(then, exp.Null) and (default is None or isinstance(_bare(default), exp.Null))
+    return ifs[0].this if counts else None
+
+
+def _is_number(node: exp.Expr, value: int) -> bool:
+    node = _bare(node)
+    return isinstance(node, exp.Literal) and not node.is_string and node.to_py() == value
+
+
+def _row_count(node: exp.Expr) -> exp.Count | None:
+    """A count with no condition in it (``COUNT(*)``, ``COUNT(x)``, ``COUNT(DISTINCT x)``), under casts and
+    factors, else None."""
+    node = _numerator(node)
+    return node if isinstance(node, exp.Count) and node.find(exp.Case) is None else None
+
+
+def _counts_every_row(count: exp.Count, column_of: Callable[[exp.Column], Column | None]) -> bool:
+    """Whether ``count`` (of a one-table query) is the number of its rows: ``COUNT(*)``, a count of a literal
+    or of a column that holds no NULL, or a distinct count of the primary key."""
+    argument = _bare(count.this)
+    distinct = isinstance(argument, exp.Distinct)
+    if distinct:
+        arguments = argument.expressions
+        if len(arguments) != 1:
+            return False
+        argument = _bare(arguments[0])
+    if isinstance(argument, (exp.Star, exp.Literal)):
+        return not distinct
+    if not isinstance(argument, exp.Column) or (column := column_of(argument)) is None:
+        return False
+    return column.primary_key if distinct else column.primary_key or not column.nullable
+
+
+def _flag_count(condition: exp.Expr) -> exp.Expr:
+    """``SUM(CASE WHEN condition THEN 1 ELSE 0 END)``."""
+    return exp.Sum(this=exp.Case(ifs=[exp.If(this=condition.copy(), true=exp.Literal.number(1))],
+                                 default=exp.Literal.number(0)))
+
+
+def _conjuncts(select: exp.Select) -> list[exp.Expr]:
+    where = select.args.get("where")
+    if where is None:
+        return []
+    condition = _bare(where.this)
+    return [_bare(c) for c in condition.flatten()] if isinstance(condition, exp.And) else [condition]
+
+
+def _drop_conjuncts(select: exp.Select, dropped: list[exp.Expr]) -> None:
+    """Remove ``dropped`` (conjuncts of its WHERE) from ``select``: the WHERE goes when none is left."""
+    kept = [c for c in _conjuncts(select) if not any(c is d for d in dropped)]
+    if not kept:
+        select.set("where", None)
+        return
+    condition = kept[0].copy()
+    for other in kept[1:]:
+        condition = exp.And(this=condition, expression=other.copy())
+    select.set("where", exp.Where(this=condition))
+
+
+def _equality(condition: exp.Expr) -> tuple[exp.Column, str] | None:
+    """``column = 'text'`` (either way round): the column and the text."""
+    condition = _bare(condition)
+    if not isinstance(condition, exp.EQ):
+        return None
+    for column, value in ((condition.this, condition.expression), (condition.expression, condition.this)):
+        column, value = _bare(column), _bare(value)
+        if isinstance(column, exp.Column) and isinstance(value, exp.Literal) and value.is_string:
+            return column, value.this
+    return None
+
+
+def _names(value: str, words: str, codes: bool) -> bool:
+    """Whether ``words`` name the stored ``value``: the value is one of them (or several in a row), or begins
+    one of them by all but a short ending (``fail``: "failed"); a one-letter code (``codes``: every value of
+    the column is one letter) names the word it begins (``F``: "female")."""
+    text = value.strip().lower()
+    tokens = re.findall(r"[a-z0-9]+", words.lower())
+    if not text:
+        return False
+    if codes:
+        return len(text) == 1 and any(token[0] == text for token in tokens)
+    if " " in text:
+        return f" {text} " in f" {' '.join(tokens)} "
+    return any(token == text or (len(text) >= 3 and token.startswith(text) and len(token) - len(text) <= 3)
+               for token in tokens)
+
+
+def _named_value(values: Sequence[object], words: str, other: str) -> str | None:
+    """The one stored text value ``words`` name and ``other`` (the ratio's other side) does not."""
+    texts = [v for v in values if isinstance(v, str)]
+    codes = bool(texts) and all(len(v.strip()) == 1 for v in texts)
+    hits = {v for v in texts if _names(v, words, codes) and not _names(v, other, codes)}
+    return next(iter(hits)) if len(hits) == 1 else None
+
+
+def _stored_values(tree: exp.Select, column: exp.Column, env: Env) -> Sequence[object]:
+    """The values ``column`` holds: read through ``env.values`` where it can be, else its samples."""
+    column_of = _columns(tree, env)
+    schema_column = column_of(column)
+    if schema_column is None:
+        return ()
+    if env.values is None:
+        return schema_column.samples
+    tables = [t for t in tree.find_all(exp.Table) if t.find_ancestor(exp.Select) is tree]
+    node = next((t for t in tables if t.alias_or_name.lower() == column.table.lower()), None) if column.table \
+        else (tables[0] if len(tables) == 1 else None)
+    if node is None:
+        return schema_column.samples
+    bare = exp.Table(this=node.this.copy())
+    for part in ("db", "catalog"):
+        if (qualifier := node.args.get(part)) is not None:
+            bare.set(part, qualifier.copy())
+    return env.values(bare, column.this if isinstance(column.this, exp.Identifier) else exp.to_identifier(column.name))
+
+
+def _ratio_terms(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"The ratio of A to B" computed over every row (``count of A / COUNT(*)``, ``COUNT(*) / count of A``, or
+    ``COUNT(*) / COUNT(*)`` with A in the WHERE): A's count over B's. A is the condition the SQL counts or
+    filters on; B is a WHERE condition on a value B's words name (dropped from the WHERE, which would keep
+    only B's rows), else A's column equal to the stored value B's words name."""
+    if not (rules.divisor and rules.dividend) or not isinstance(tree, exp.Select) or tree.args.get("group"):
+        return []
+    a_words, b_words = rules.dividend, rules.divisor
+    divisions = [d for output in _outputs(tree) for d in _top_divisions(output)]
+    if len(divisions) != 1:
+        return []
+    division = divisions[0]
+    top, bottom = _count_condition(division.this), _count_condition(division.expression)
+    if top is not None and bottom is not None:
+        return []
+    conjuncts = _conjuncts(tree)
+
+    def naming(condition: exp.Expr | None, words: str, other: str) -> bool:
+        found = _equality(condition) if condition is not None else None
+        return found is not None and _names(found[1], words, len(found[1].strip()) == 1) \
+            and not _names(found[1], other, len(found[1].strip()) == 1)
+
+    dropped: list[exp.Expr] = []
+    if top is not None and _row_count(division.expression) is not None:
+        a = top
+    elif bottom is not None and _row_count(division.this) is not None and naming(bottom, a_words, b_words):
+        a = bottom
+    elif _row_count(division.this) is not None and _row_count(division.expression) is not None:
+        a_filters = [c for c in conjuncts if naming(c, a_words, b_words)]
+        if len(a_filters) != 1:
+            return []
+        a = a_filters[0]
+        dropped.append(a)
+    else:
+        return []
+    b_filters = [c for c in conjuncts if naming(c, b_words, a_words)]
+    b: exp.Expr | None = None
+    if len(b_filters) == 1:
+        b = b_filters[0]
+        dropped.append(b)
+    elif (equal := _equality(a)) is not None:
+        value = _named_value(_stored_values(tree, equal[0], env), b_words, a_words)
+        b = exp.EQ(this=equal[0].copy(), expression=exp.Literal.string(value)) if value is not None else None
+    before = _sql(division, env)
+    if b is None:
+        return [Finding(f'"the ratio of A to {b_words}" divides by B, but {before} divides by every row')]
+    if (a_equal := _equality(a)) is not None:  # a filter on A's own value would leave B no rows
+        dropped += [c for c in conjuncts if (e := _equality(c)) is not None and e[1] == a_equal[1]
+                    and _sql(e[0], env) == _sql(a_equal[0], env) and not any(c is d for d in dropped)]
+    top_count, bottom_count = _numerator(division.this), _numerator(division.expression)
+
+    def apply(a: exp.Expr = a, b: exp.Expr = b) -> None:
+        a_count, b_count = _flag_count(a), _flag_count(b)  # built before the WHERE loses them
+        if top is None:
+            top_count.replace(a_count)
+        bottom_count.replace(b_count)
+        if dropped:
+            _drop_conjuncts(tree, dropped)
+
+    fix = f"{before} -> {_sql(_flag_count(a), env)} / {_sql(_flag_count(b), env)} (A's rows over B's)"
+    return [Finding(f'"the ratio of A to {b_words}" divides by B, but {before} divides by every row', fix,
+                    apply)]
+
+
+def _whole(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A percentage or a fraction whose two sides count the same rows, which is 100% (1) whatever the data:
+    ``COUNT(*) * 100 / COUNT(*) ... WHERE c`` counts ``c`` over every row instead; and a numerator's
+    ``CASE WHEN c`` that the WHERE also requires is not required of the denominator's rows."""
+    if not rules.scale or rules.divisor or not isinstance(tree, exp.Select) or tree.args.get("group"):
+        return []
+    conjuncts = _conjuncts(tree)
+    divisions = [d for output in _outputs(tree) for d in _top_divisions(output)]
+    if not conjuncts or len(divisions) != 1:
+        return []
+    division = divisions[0]
+    before = _sql(division, env)
+    condition = _count_condition(division.this) or _case_condition(division.this)
+    if condition is not None:
+        same = [c for c in conjuncts if _sql(c, env) == _sql(_bare(condition), env)]
+        if not same:
+            return []
+        return [Finding(f"the WHERE keeps only the rows the numerator counts, so {before} is 100% of them",
+                        f"WHERE {_sql(same[0], env)} dropped (the share is of every row)",
+                        lambda: _drop_conjuncts(tree, same))]
+    top, bottom = _row_count(division.this), _row_count(division.expression)
+    one_table = not tree.args.get("joins") and isinstance((tree.args.get("from_") or exp.From()).this, exp.Table)
+    if top is None or bottom is None or not one_table:
+        return []
+    column_of = _columns(tree, env)
+    if not (_counts_every_row(top, column_of) and _counts_every_row(bottom, column_of)):
+        return []
+    problem = f"{before} counts the same rows on both sides, so it is 100% of them whatever the data"
+    if len(conjuncts) != 1:
+        return [Finding(problem)]
+    kept = conjuncts[0]
+
+    def apply(top: exp.Count = top, kept: exp.Expr = kept) -> None:
+        top.replace(_flag_count(kept))
+        _drop_conjuncts(tree, [kept])
+    return [Finding(problem, f"{_sql(top, env)} -> {_sql(_flag_count(kept), env)}, WHERE {_sql(kept, env)} "
+                             "dropped (the share is of every row)", apply)]
+
+
+def _case_condition(node: exp.Expr) -> exp.Expr | None:
+    """The condition of ``SUM(CASE WHEN c THEN x ELSE 0 END)`` (a sum of the rows that meet it), else None."""
+    node = _numerator(node)
+    if not isinstance(node, exp.Sum) or not isinstance(case := _bare(node.this), exp.Case):
+        return None
+    ifs = case.args.get("ifs") or []
+    default = case.args.get("default")
+    return ifs[0].this if len(ifs) == 1 and (default is None or _is_number(default, 0)) else None
 
 
 def _columns(tree: exp.Expr, env: Env) -> Callable[[exp.Column], Column | None]:
@@ -699,8 +952,9 @@ def _case(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     return found
 
 
-RULES: tuple[Rule, ...] = (_scale, _divisor, _growth, _integer_division, _days, _inclusive, _distinct, _rounding,
-                          _case)
+RULES: tuple[Rule, ...] = (_scale, _divisor, _ratio_terms, _whole, _growth, _integer_division, _days, _inclusive,
+                          _distinct, _rounding, _case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
-divisor, the change over a base, integer division, days (then both ends of them) and distinct counts; the
-rounding last of the arithmetic, then the letter case of comparisons."""
+divisor and the rows each side of a ratio or a share counts, the change over a base, integer division, days
+(then both ends of them) and distinct counts; the rounding last of the arithmetic, then the letter case of
+comparisons."""
