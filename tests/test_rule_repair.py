@@ -61,6 +61,15 @@ CASES = {
         "What percentage of orders were placed through the web channel?",
         f"SELECT {WEB} * 100.0 / COUNT(*) FROM orders WHERE channel = 'web'",
         f"SELECT 100.0 * {WEB} / COUNT(*) FROM orders", ENGINES),
+    "each group's share of itself": (
+        "What percentage of all orders does each channel have? Give the channel and the percentage.",
+        "SELECT channel, COUNT(*) * 100.0 / COUNT(*) FROM orders GROUP BY channel",
+        "SELECT channel, 100.0 * COUNT(*) / (SELECT COUNT(*) FROM orders) FROM orders GROUP BY channel", ENGINES),
+    "a sum's share of itself": (
+        "What fraction of all revenue (quantity times unit price) comes from order items with a quantity above 2?",
+        "SELECT SUM(quantity * unit_price) * 1.0 / SUM(quantity * unit_price) FROM order_items WHERE quantity > 2",
+        "SELECT SUM(CASE WHEN quantity > 2 THEN quantity * unit_price ELSE 0 END) * 1.0 / "
+        "SUM(quantity * unit_price) FROM order_items", ENGINES),
     "percentage as a fraction": (
         "What percentage of orders were placed through the web channel?",
         f"SELECT CAST({WEB} AS FLOAT) / COUNT(*) FROM orders",

@@ -323,11 +323,38 @@ def test_a_share_of_the_rows_it_filters_is_of_every_row(sql, expected):
     # not every row: a nullable column's count, or customers (not orders) counted once each
     "SELECT COUNT(*) * 100.0 / COUNT(ship_date) FROM orders WHERE status = 'delivered'",
     "SELECT COUNT(*) * 100.0 / COUNT(DISTINCT customer_id) FROM orders WHERE status = 'delivered'",
-    # per group, or over a join: the two counts may differ
-    "SELECT status, COUNT(*) * 100.0 / COUNT(*) FROM orders WHERE order_date > '2024-01-01' GROUP BY status",
+    # over a join: the two counts may differ
+    "SELECT COUNT(*) * 100.0 / COUNT(i.order_id) FROM orders AS o LEFT JOIN items AS i ON i.order_id = o.order_id "
+    "WHERE o.status = 'delivered'",
 ])
 def test_a_share_left_alone(sql):
     assert fixed("What percentage of orders were delivered?", sql) == (sql, [])
+
+
+def test_a_share_of_a_sum_it_filters_is_of_every_row():
+    sql_fixed, fixes = fixed("What fraction of the revenue comes from items above 10?",
+                             "SELECT SUM(price) / SUM(price) FROM items WHERE price > 10")
+    assert sql_fixed == "SELECT SUM(CASE WHEN price > 10 THEN price ELSE 0 END) / SUM(price) FROM items" and fixes
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT status, COUNT(*) * 100.0 / COUNT(order_id) FROM orders GROUP BY status ORDER BY 2 DESC LIMIT 3",
+     "SELECT status, COUNT(*) * 100.0 / (SELECT COUNT(order_id) FROM orders) FROM orders GROUP BY status "
+     "ORDER BY 2 DESC LIMIT 3"),
+    ("SELECT o.status, SUM(i.price) / SUM(i.price) FROM orders AS o JOIN items AS i ON i.order_id = o.order_id "
+     "WHERE o.order_date > '2024-01-01' GROUP BY o.status",
+     "SELECT o.status, 100.0 * SUM(i.price) / (SELECT SUM(i.price) FROM orders AS o JOIN items AS i ON i.order_id = "
+     "o.order_id WHERE o.order_date > '2024-01-01') FROM orders AS o JOIN items AS i ON i.order_id = o.order_id "
+     "WHERE o.order_date > '2024-01-01' GROUP BY o.status"),
+])
+def test_each_groups_share_of_all_divides_by_the_total(sql, expected):
+    sql_fixed, fixes = fixed("What percentage of all orders does each status have?", sql)
+    assert sql_fixed == expected and fixes
+
+
+def test_each_groups_share_of_something_else_left_alone():
+    sql = "SELECT status, SUM(price) * 100.0 / COUNT(*) FROM orders JOIN items USING (order_id) GROUP BY status"
+    assert fixed("What percentage of all orders does each status have?", sql) == (sql, [])
 
 
 def test_a_share_of_its_own_rows_with_two_filters_is_reported_not_guessed():

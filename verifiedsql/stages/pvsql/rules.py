@@ -7,8 +7,9 @@
 - **divisor**: "the ratio of A to B" divides by B, not by A + B (unless B is a total), nor by every row;
   where the SQL counts A (or filters on it) and counts every row for B, B's count is built from the stored
   value B's words name;
-- **whole**: a percentage or a fraction whose two sides count the same rows is 100% (1) whatever the data:
-  the condition that filters the rows belongs in the numerator;
+- **whole**: a percentage or a fraction whose two sides aggregate the same rows is 100% (1) whatever the
+  data: the condition that filters the rows belongs in the numerator; and in a grouped query, each group's
+  share "of all" divides by the total over every group, not by the group itself;
 - **fractional**: the answer is a fraction (a ratio, a percentage, a share, a rate, an average, a growth), so a
   division of integers must not truncate (PostgreSQL and SQLite divide integers);
 - **days**: a number of days is a difference of dates in the engine's date arithmetic, not a difference of
@@ -563,10 +564,34 @@ def _ratio_terms(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
                     apply)]
 
 
+def _same_rows(tree: exp.Select, division: exp.Div, env: Env) -> bool:
+    """Whether both sides of ``division`` aggregate the same rows alike: the same aggregate, or (in a one-table
+    query) two counts of every row."""
+    top, bottom = _numerator(division.this), _numerator(division.expression)
+    if isinstance(top, exp.AggFunc) and _sql(top, env) == _sql(bottom, env):
+        return True
+    counts = _row_count(division.this), _row_count(division.expression)
+    one_table = not tree.args.get("joins") and isinstance((tree.args.get("from_") or exp.From()).this, exp.Table)
+    column_of = _columns(tree, env)
+    return one_table and all(c is not None and _counts_every_row(c, column_of) for c in counts)
+
+
+def _over_rows_that(aggregate: exp.Expr, condition: exp.Expr) -> exp.Expr | None:
+    """``COUNT(...)`` -> ``SUM(CASE WHEN condition THEN 1 ELSE 0 END)``, ``SUM(x)`` -> ``SUM(CASE WHEN
+    condition THEN x ELSE 0 END)``; None for any other aggregate."""
+    if isinstance(aggregate, exp.Count):
+        return _flag_count(condition)
+    if isinstance(aggregate, exp.Sum):
+        return exp.Sum(this=exp.Case(ifs=[exp.If(this=condition.copy(), true=aggregate.this.copy())],
+                                     default=exp.Literal.number(0)))
+    return None
+
+
 def _whole(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
-    """A percentage or a fraction whose two sides count the same rows, which is 100% (1) whatever the data:
-    ``COUNT(*) * 100 / COUNT(*) ... WHERE c`` counts ``c`` over every row instead; and a numerator's
-    ``CASE WHEN c`` that the WHERE also requires is not required of the denominator's rows."""
+    """A percentage or a fraction of the rows its WHERE keeps, which is 100% (1) whatever the data: where
+    both sides aggregate the same rows (``COUNT(*) * 100 / COUNT(*) ... WHERE c``), the numerator counts ``c``
+    over every row instead; and a numerator's ``CASE WHEN c`` that the WHERE also requires is not required of
+    the denominator's rows. Grouped queries are ``_group_share``'s."""
     if not rules.scale or rules.divisor or not isinstance(tree, exp.Select) or tree.args.get("group"):
         return []
     conjuncts = _conjuncts(tree)
@@ -583,23 +608,41 @@ def _whole(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         return [Finding(f"the WHERE keeps only the rows the numerator counts, so {before} is 100% of them",
                         f"WHERE {_sql(same[0], env)} dropped (the share is of every row)",
                         lambda: _drop_conjuncts(tree, same))]
-    top, bottom = _row_count(division.this), _row_count(division.expression)
-    one_table = not tree.args.get("joins") and isinstance((tree.args.get("from_") or exp.From()).this, exp.Table)
-    if top is None or bottom is None or not one_table:
+    if not _same_rows(tree, division, env):
         return []
-    column_of = _columns(tree, env)
-    if not (_counts_every_row(top, column_of) and _counts_every_row(bottom, column_of)):
-        return []
-    problem = f"{before} counts the same rows on both sides, so it is 100% of them whatever the data"
-    if len(conjuncts) != 1:
+    problem = f"{before} aggregates the same rows on both sides, so it is 100% of them whatever the data"
+    top = _numerator(division.this)
+    rebuilt = _over_rows_that(top, conjuncts[0]) if len(conjuncts) == 1 else None
+    if rebuilt is None:
         return [Finding(problem)]
     kept = conjuncts[0]
 
-    def apply(top: exp.Count = top, kept: exp.Expr = kept) -> None:
-        top.replace(_flag_count(kept))
+    def apply(top: exp.Expr = top, kept: exp.Expr = kept, rebuilt: exp.Expr = rebuilt) -> None:
+        top.replace(rebuilt)
         _drop_conjuncts(tree, [kept])
-    return [Finding(problem, f"{_sql(top, env)} -> {_sql(_flag_count(kept), env)}, WHERE {_sql(kept, env)} "
-                             "dropped (the share is of every row)", apply)]
+    return [Finding(problem, f"{_sql(top, env)} -> {_sql(rebuilt, env)}, WHERE {_sql(kept, env)} dropped (the "
+                             "share is of every row)", apply)]
+
+
+def _group_share(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """Each group's percentage or fraction "of all" computed within the group (``COUNT(*) * 100 / COUNT(*)
+    ... GROUP BY g``), which is 100% (1) in every group: the denominator is the total over every group (the
+    same FROM, joins and WHERE, in a subquery)."""
+    if not rules.scale or rules.divisor or not isinstance(tree, exp.Select) or not tree.args.get("group"):
+        return []
+    divisions = [d for output in _outputs(tree) for d in _top_divisions(output)]
+    if len(divisions) != 1 or not _same_rows(tree, divisions[0], env):
+        return []
+    division = divisions[0]
+    bottom = _numerator(division.expression)
+    total = tree.copy()
+    for part in ("group", "having", "order", "limit", "offset", "distinct", "qualify", "with_"):
+        total.set(part, None)
+    total.set("expressions", [bottom.copy()])
+    subquery = exp.Subquery(this=total)
+    return [Finding(f"{_sql(division, env)} divides each group by itself, so it is 100% of it whatever the data",
+                    f"/ {_sql(bottom, env)} -> / {_sql(subquery, env)} (the share of the total)",
+                    lambda: bottom.replace(subquery))]
 
 
 def _case_condition(node: exp.Expr) -> exp.Expr | None:
@@ -952,8 +995,8 @@ def _case(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     return found
 
 
-RULES: tuple[Rule, ...] = (_scale, _divisor, _ratio_terms, _whole, _growth, _integer_division, _days, _inclusive,
-                          _distinct, _rounding, _case)
+RULES: tuple[Rule, ...] = (_scale, _divisor, _ratio_terms, _whole, _group_share, _growth, _integer_division,
+                          _days, _inclusive, _distinct, _rounding, _case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
 divisor and the rows each side of a ratio or a share counts, the change over a base, integer division, days
 (then both ends of them) and distinct counts; the rounding last of the arithmetic, then the letter case of
