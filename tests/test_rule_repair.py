@@ -70,6 +70,17 @@ CASES = {
         "SELECT SUM(quantity * unit_price) * 1.0 / SUM(quantity * unit_price) FROM order_items WHERE quantity > 2",
         "SELECT SUM(CASE WHEN quantity > 2 THEN quantity * unit_price ELSE 0 END) * 1.0 / "
         "SUM(quantity * unit_price) FROM order_items", ENGINES),
+    "month as numbers": (
+        "How many orders were placed in each month of 2024? Give the month as YYYY-MM and the number of orders.",
+        {"sqlite": "SELECT STRFTIME('%Y', order_date) AS year, STRFTIME('%m', order_date) AS month, COUNT(*) "
+                   "FROM orders WHERE order_date BETWEEN '2024-01-01' AND '2024-12-31' "
+                   "GROUP BY STRFTIME('%Y', order_date), STRFTIME('%m', order_date) ORDER BY year, month",
+         **{engine: "SELECT EXTRACT(YEAR FROM order_date) AS year, EXTRACT(MONTH FROM order_date) AS month, "
+                    "COUNT(*) FROM orders WHERE EXTRACT(YEAR FROM order_date) = 2024 "
+                    "GROUP BY EXTRACT(YEAR FROM order_date), EXTRACT(MONTH FROM order_date) ORDER BY year, month"
+            for engine in ("postgresql", "duckdb")}},
+        "SELECT SUBSTR(order_date, 1, 7), COUNT(*) FROM orders WHERE order_date BETWEEN '2024-01-01' AND "
+        "'2024-12-31' GROUP BY SUBSTR(order_date, 1, 7)", ENGINES),
     "percentage as a fraction": (
         "What percentage of orders were placed through the web channel?",
         f"SELECT CAST({WEB} AS FLOAT) / COUNT(*) FROM orders",

@@ -44,6 +44,8 @@ def fixed(question: str, sql: str, engine: str = "sqlite") -> tuple[str, list[st
     ("What is the growth rate of accounts?", Rules(fractional=True, growth=True)),
     ("What percentage of orders had a price increase?", Rules(scale="percent", fractional=True)),
     ("How many different customers ordered?", Rules(distinct="customers")),
+    ("How many orders in each month? Give the month as YYYY-MM.", Rules(month_text=True)),
+    ("Give the date as YYYY-MM-DD.", Rules()),
     ("How many orders are from 'Ratio Percent Days'?", Rules()),
     ("List the customers in Lyon.", Rules()),
     ("What is the mean price, rounded to the nearest whole number?", Rules(fractional=True, rounding=0)),
@@ -363,3 +365,38 @@ def test_a_share_of_its_own_rows_with_two_filters_is_reported_not_guessed():
     question = "What percentage of orders were delivered?"
     assert fixed(question, sql) == (sql, [])
     assert any("100% of them" in p for p in problems(sqlglot.parse_one(sql), read_rules(question), env))
+
+
+MONTHLY = "How many orders were placed in each month? Give the month as YYYY-MM and the count."
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("postgresql", "SELECT EXTRACT(YEAR FROM order_date) AS y, EXTRACT(MONTH FROM order_date) AS m, COUNT(*) "
+     "FROM orders GROUP BY EXTRACT(YEAR FROM order_date), EXTRACT(MONTH FROM order_date) ORDER BY y, m",
+     "SELECT TO_CHAR(order_date, 'YYYY-MM') AS m, COUNT(*) FROM orders GROUP BY TO_CHAR(order_date, 'YYYY-MM') "
+     "ORDER BY m"),
+    ("sqlite", "SELECT CAST(STRFTIME('%m', order_date) AS INTEGER) AS month, COUNT(*) FROM orders "
+     "WHERE STRFTIME('%Y', order_date) = '2024' GROUP BY month",
+     "SELECT STRFTIME('%Y-%m', order_date) AS month, COUNT(*) FROM orders WHERE STRFTIME('%Y', order_date) = '2024' "
+     "GROUP BY month"),
+    ("duckdb", "SELECT MONTH(order_date), COUNT(*) FROM orders GROUP BY MONTH(order_date)",
+     "SELECT STRFTIME(order_date, '%Y-%m') AS month, COUNT(*) FROM orders GROUP BY STRFTIME(order_date, '%Y-%m')"),
+])
+def test_a_month_asked_as_text_is_one_text_column(engine, sql, expected):
+    sql_fixed, fixes = fixed(MONTHLY, sql, engine)
+    assert sql_fixed == expected and fixes
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT STRFTIME('%Y-%m', order_date) AS month, COUNT(*) FROM orders GROUP BY month",
+    "SELECT STRFTIME('%m', order_date), STRFTIME('%m', ship_date) FROM orders",  # two months: which one?
+])
+def test_a_month_already_text_left_alone(sql):
+    assert fixed(MONTHLY, sql) == (sql, [])
+
+
+def test_a_month_grouped_by_position_is_reported_not_guessed():
+    sql = "SELECT STRFTIME('%Y', order_date), STRFTIME('%m', order_date), COUNT(*) FROM orders GROUP BY 1, 2"
+    assert fixed(MONTHLY, sql) == (sql, [])
+    assert any("YYYY-MM" in p for p in problems(sqlglot.parse_one(sql), read_rules(MONTHLY),
+                                                  Env("sqlite", "sqlite", SCHEMA)))

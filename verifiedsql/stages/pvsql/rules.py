@@ -20,6 +20,7 @@
 - **growth**: a percentage change ("by what percentage did X grow", "the percentage change from A to B")
   divides the difference of the two values by the base, not the new value alone;
 - **distinct**: "how many different X" counts distinct X;
+- **month text**: "give the month as YYYY-MM" gives one text column, not the year and the month as numbers;
 - **rounding**: "rounded to two decimal places" (or "to the nearest whole number") rounds the computed outputs
   to that many places;
 - **case**: "match ... case-insensitively" compares text with a string literal in one letter case.
@@ -56,6 +57,7 @@ _INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\b(?:counting|including|include|i
                         r"(?:first|start(?:ing)?|start date) (?:day )?and (?:the )?(?:last|end(?:ing)?|end date)\b")
 _GROWTH = re.compile(r"(?:\bpercent(?:age)?|%)\s*(?:change|growth|increase|decrease|decline|drop|rise|fall)\b"
                      r"|\bby what (?:percent(?:age)?\b|%)|\bgrowth rate\b|\brate of (?:growth|change)\b")
+_MONTH_TEXT = re.compile(r"\byyyy-mm\b(?!-dd)")
 _DISTINCT_COUNT = re.compile(r"\b(?:how many|number of|count(?: of)?)\s+(?:the\s+)?(?:distinct|different|unique)\s+"
                              r"([a-z][a-z_]*)")
 _HUNDRED = (100, 100.0)
@@ -81,13 +83,14 @@ class Rules:
     inclusive: bool = False  # a number of days counts the first and the last day
     growth: bool = False  # a percentage change: (new - base) / base
     distinct: str | None = None  # the noun counted as distinct things ("customers")
+    month_text: bool = False  # a month is given as YYYY-MM text
     rounding: int | None = None  # decimal places the answer is rounded to (0: a whole number)
     case_insensitive: bool = False
 
     @property
     def any(self) -> bool:
         return bool(self.scale or self.divisor or self.fractional or self.days or self.inclusive or self.growth
-                    or self.distinct or self.rounding is not None or self.case_insensitive)
+                    or self.distinct or self.month_text or self.rounding is not None or self.case_insensitive)
 
     def describe(self) -> list[str]:
         """Each rule in words, for the report."""
@@ -105,6 +108,8 @@ class Rules:
             lines.append("a change is the difference of the two values divided by the base")
         if self.distinct:
             lines.append(f'"{self.distinct}" are counted once each (COUNT DISTINCT)')
+        if self.month_text:
+            lines.append("a month is given as YYYY-MM text, in one column")
         if self.rounding is not None:
             lines.append(f"the answer is rounded to {self.rounding} decimal places" if self.rounding
                          else "the answer is rounded to a whole number")
@@ -125,7 +130,7 @@ def read_rules(question: str) -> Rules:
     days = bool(_DAYS.search(text))
     return Rules(scale=scale, divisor=divisor, dividend=dividend, fractional=bool(_FRACTIONAL.search(text)), days=days,
                  inclusive=days and bool(_INCLUSIVE.search(text)), growth=bool(_GROWTH.search(text)),
-                 distinct=distinct.group(1) if distinct else None,
+                 distinct=distinct.group(1) if distinct else None, month_text=bool(_MONTH_TEXT.search(text)),
                  rounding=_places(text), case_insensitive=bool(_CASE.search(text)))
 
 
@@ -899,6 +904,67 @@ def _distinct(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
                     f"{before} -> {_sql(build(), env)} (counted once each)", lambda: count.replace(build()))]
 
 
+def _month_text(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"Give the month as YYYY-MM", answered with the month as a number (``EXTRACT(MONTH FROM d)``, with or
+    without ``EXTRACT(YEAR FROM d)`` in a column of its own): one column of ``d`` as YYYY-MM text in their
+    place, in the GROUP BY and the ORDER BY too."""
+    if not rules.month_text or not isinstance(tree, exp.Select):
+        return []
+    outputs = list(tree.expressions)
+    parts = [date_part(_uncast(output.unalias())) for output in outputs]
+    months = [i for i, part in enumerate(parts) if part is not None and part[0] == "MONTH"]
+    if len(months) != 1:
+        return []
+    month = months[0]
+    date = parts[month][1]  # type: ignore[index]
+
+    def part_of(node: exp.Expr) -> str | None:
+        found = date_part(_uncast(node))
+        return found[0] if found is not None and _sql(found[1], env) == _sql(date, env) else None
+
+    years = [i for i, output in enumerate(outputs) if i != month and part_of(output.unalias()) == "YEAR"]
+    before = ", ".join(_sql(outputs[i], env) for i in sorted([month, *years]))
+    problem = f"the question asks for the month as YYYY-MM text, but {before} gives it as numbers"
+    clauses = [*(tree.args["group"].expressions if tree.args.get("group") else []),
+               *(o.this for o in (tree.args["order"].expressions if tree.args.get("order") else []))]
+    if any(isinstance(_bare(node), exp.Literal) for node in clauses):  # positions would shift
+        return [Finding(problem)]
+    alias = outputs[month].alias or "month"
+    dropped_aliases = {outputs[i].alias.lower() for i in years if outputs[i].alias}
+
+    def text() -> exp.Expr:
+        return exp.TimeToStr(this=date.copy(), format=exp.Literal.string("%Y-%m"))
+
+    def apply() -> None:
+        first = min([month, *years])
+        kept = [exp.alias_(text(), alias) if i == first else output for i, output in enumerate(outputs)
+                if i == first or (i != month and i not in years)]
+        tree.set("expressions", kept)
+        for clause in ("group", "order"):
+            node = tree.args.get(clause)
+            if node is None:
+                continue
+            items, seen = [], set()
+            for item in node.expressions:
+                inner = item.this if isinstance(item, exp.Ordered) else item
+                part = part_of(inner)
+                named = isinstance(inner, exp.Column) and not inner.table and inner.name.lower() in dropped_aliases
+                if part == "MONTH" or named or part == "YEAR":
+                    replacement = exp.column(alias) if clause == "order" else text()
+                    if isinstance(item, exp.Ordered):
+                        item = item.copy()
+                        item.set("this", replacement)
+                    else:
+                        item = replacement
+                key = _sql(item.this if isinstance(item, exp.Ordered) else item, env)
+                if key not in seen:
+                    seen.add(key)
+                    items.append(item)
+            node.set("expressions", items)
+
+    return [Finding(problem, f"{before} -> {_sql(exp.alias_(text(), alias), env)} (the month as YYYY-MM)", apply)]
+
+
 _COMPUTED = (exp.Avg, exp.Sum, exp.Div, exp.Mul, exp.Add, exp.Sub, exp.Stddev, exp.Variance)
 
 
@@ -996,7 +1062,7 @@ def _case(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
 
 
 RULES: tuple[Rule, ...] = (_scale, _divisor, _ratio_terms, _whole, _group_share, _growth, _integer_division,
-                          _days, _inclusive, _distinct, _rounding, _case)
+                          _days, _inclusive, _distinct, _month_text, _rounding, _case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
 divisor and the rows each side of a ratio or a share counts, the change over a base, integer division, days
 (then both ends of them) and distinct counts; the rounding last of the arithmetic, then the letter case of
