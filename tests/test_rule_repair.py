@@ -30,6 +30,11 @@ DAY_OF_YEAR = {"sqlite": "STRFTIME('%j', {0})", "postgresql": "EXTRACT(DOY FROM 
 DAYS_TO_SHIP = {"sqlite": "JULIANDAY(ship_date) - JULIANDAY(order_date)", "postgresql": "ship_date - order_date",
                 "duckdb": "DATE_DIFF('day', order_date, ship_date)"}
 ORDERS_IN = "SUM(CASE WHEN order_date BETWEEN '{0}-01-01' AND '{0}-12-31' THEN 1 ELSE 0 END)"
+YEAR_IS = {"sqlite": "STRFTIME('%Y', o.order_date) = '{0}'", "postgresql": "EXTRACT(YEAR FROM o.order_date) = {0}",
+           "duckdb": "EXTRACT(YEAR FROM o.order_date) = {0}"}
+REVENUE_IN = ("SUM(CASE WHEN o.order_date BETWEEN '{0}-01-01' AND '{0}-12-31' THEN oi.quantity * oi.unit_price "
+              "ELSE 0 END)")
+ITEMS = "FROM order_items AS oi JOIN orders AS o ON o.order_id = oi.order_id"
 
 # (question, the mistaken SQL (by engine where it differs), the gold SQL (SQLite), the engines it is wrong on)
 CASES = {
@@ -119,6 +124,16 @@ CASES = {
         f"SELECT {ORDERS_IN.format(2023)} * 100.0 / {ORDERS_IN.format(2022)} FROM orders",
         f"SELECT 100.0 * ({ORDERS_IN.format(2023)} - {ORDERS_IN.format(2022)}) / {ORDERS_IN.format(2022)} "
         "FROM orders", ENGINES),
+    "growth over every period": (
+        "What was the percentage change in revenue (quantity times unit price) from 2023 to 2024?",
+        {engine: f"SELECT SUM(CASE WHEN {year.format(2024)} THEN oi.quantity * oi.unit_price ELSE 0 END) * 100.0 / "
+                 f"SUM(oi.quantity * oi.unit_price) - 100 {ITEMS}" for engine, year in YEAR_IS.items()},
+        f"SELECT 100.0 * ({REVENUE_IN.format(2024)} - {REVENUE_IN.format(2023)}) / {REVENUE_IN.format(2023)} {ITEMS}",
+        ENGINES),
+    "items per order as a mean quantity": (
+        "On average, how many order items does an order have?",
+        "SELECT AVG(quantity) FROM order_items",
+        "SELECT 1.0 * COUNT(*) / COUNT(DISTINCT order_id) FROM order_items", ENGINES),
     "rows counted for different things": (
         "How many different customers placed at least one order in 2024?",
         "SELECT COUNT(*) FROM orders WHERE order_date BETWEEN '2024-01-01' AND '2024-12-31'",

@@ -38,10 +38,13 @@ def fixed(question: str, sql: str, engine: str = "sqlite") -> tuple[str, list[st
     ("How many days did the leave last, counting the first and the last day?", Rules(days=True, inclusive=True)),
     ("How many days, inclusive, did the leave last?", Rules(days=True, inclusive=True)),
     ("Count the leaves, including the first and the last.", Rules()),  # no days: nothing to count both ends of
-    ("By what percentage did orders grow from 2022 to 2023?", Rules(scale="percent", fractional=True, growth=True)),
+    ("By what percentage did orders grow from 2022 to 2023?",
+     Rules(scale="percent", fractional=True, growth=True, periods=("2022", "2023"))),
     ("What was the percentage change in revenue from 2023 to 2024?",
-     Rules(scale="percent", fractional=True, growth=True)),
+     Rules(scale="percent", fractional=True, growth=True, periods=("2023", "2024"))),
     ("What is the growth rate of accounts?", Rules(fractional=True, growth=True)),
+    ("On average, how many items does an order have?", Rules(fractional=True, per_item=("items", "order"))),
+    ("What is the average number of items per order?", Rules(fractional=True, per_item=("items", "order"))),
     ("What percentage of orders had a price increase?", Rules(scale="percent", fractional=True)),
     ("How many different customers ordered?", Rules(distinct="customers")),
     ("How many orders in each month? Give the month as YYYY-MM.", Rules(month_text=True)),
@@ -400,3 +403,52 @@ def test_a_month_grouped_by_position_is_reported_not_guessed():
     assert fixed(MONTHLY, sql) == (sql, [])
     assert any("YYYY-MM" in p for p in problems(sqlglot.parse_one(sql), read_rules(MONTHLY),
                                                   Env("sqlite", "sqlite", SCHEMA)))
+
+
+GROWTH = "By what percentage did revenue grow from 2023 to 2024?"
+
+
+@pytest.mark.parametrize(("engine", "year"), [("sqlite", "STRFTIME('%Y', order_date) = '{}'"),
+                                             ("postgresql", "EXTRACT(YEAR FROM order_date) = {}")])
+def test_a_change_over_every_period_divides_by_the_first(engine, year):
+    new, base = (f"SUM(CASE WHEN {year.format(y)} THEN price ELSE 0 END)" for y in (2024, 2023))
+    sql = f"SELECT {new} * 100.0 / SUM(price) - 100 FROM items JOIN orders USING (order_id)"
+    sql_fixed, fixes = fixed(GROWTH, sql, engine)
+    assert sql_fixed == f"SELECT {new} * 100.0 / {base} - 100 FROM items JOIN orders USING (order_id)" and fixes
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT SUM(CASE WHEN STRFTIME('%Y', order_date) = '2024' THEN price ELSE 0 END) * 100.0 / "
+    "SUM(CASE WHEN STRFTIME('%Y', order_date) = '2023' THEN price ELSE 0 END) - 100 "
+    "FROM items JOIN orders USING (order_id)",
+    # the WHERE keeps one year only: the total is that year's
+    "SELECT SUM(CASE WHEN STRFTIME('%Y', order_date) = '2024' THEN price ELSE 0 END) * 100.0 / SUM(price) - 100 "
+    "FROM items JOIN orders USING (order_id) WHERE STRFTIME('%Y', order_date) = '2023'",
+    # a base of another value
+    "SELECT SUM(CASE WHEN STRFTIME('%Y', order_date) = '2024' THEN price ELSE 0 END) * 100.0 / SUM(quantity) - 100 "
+    "FROM items JOIN orders USING (order_id)",
+])
+def test_a_change_over_its_base_left_alone(sql):
+    assert fixed(GROWTH, sql) == (sql, [])
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT AVG(quantity) FROM items", "SELECT CAST(COUNT(*) AS REAL) / COUNT(DISTINCT order_id) FROM items"),
+    ("SELECT CAST(SUM(quantity) AS REAL) / COUNT(*) FROM items",
+     "SELECT CAST(COUNT(*) AS REAL) / COUNT(DISTINCT order_id) FROM items"),
+    ("SELECT AVG(i.quantity) AS n FROM orders AS o JOIN items AS i ON i.order_id = o.order_id",
+     "SELECT CAST(COUNT(*) AS REAL) / COUNT(DISTINCT i.order_id) AS n FROM orders AS o JOIN items AS i "
+     "ON i.order_id = o.order_id"),
+])
+def test_items_per_owner_count_rows_over_owners(sql, expected):
+    sql_fixed, fixes = fixed("On average, how many items does an order have?", sql)
+    assert sql_fixed == expected and fixes
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT CAST(COUNT(*) AS REAL) / COUNT(DISTINCT order_id) FROM items",
+    "SELECT AVG(n) FROM (SELECT COUNT(*) AS n FROM items GROUP BY order_id) AS per_order",
+    "SELECT AVG(price) FROM orders",  # no table of items read
+])
+def test_items_per_owner_left_alone(sql):
+    assert fixed("On average, how many items does an order have?", sql) == (sql, [])

@@ -19,6 +19,10 @@
 - **inclusive**: "counting the first and the last day" (or "inclusive") adds 1 to a difference of dates;
 - **growth**: a percentage change ("by what percentage did X grow", "the percentage change from A to B")
   divides the difference of the two values by the base, not the new value alone;
+- **growth base**: a change "from 2023 to 2024" whose base is the total of every period divides by the
+  first period's instead;
+- **per item**: "on average, how many X does a Y have" (or "the average number of X per Y") counts X's rows
+  over the distinct Ys, not the mean of a stored column;
 - **distinct**: "how many different X" counts distinct X;
 - **month text**: "give the month as YYYY-MM" gives one text column, not the year and the month as numbers;
 - **rounding**: "rounded to two decimal places" (or "to the nearest whole number") rounds the computed outputs
@@ -57,6 +61,10 @@ _INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\b(?:counting|including|include|i
                         r"(?:first|start(?:ing)?|start date) (?:day )?and (?:the )?(?:last|end(?:ing)?|end date)\b")
 _GROWTH = re.compile(r"(?:\bpercent(?:age)?|%)\s*(?:change|growth|increase|decrease|decline|drop|rise|fall)\b"
                      r"|\bby what (?:percent(?:age)?\b|%)|\bgrowth rate\b|\brate of (?:growth|change)\b")
+_PERIODS = re.compile(r"\bfrom (\d{4}) to (\d{4})\b")
+_PER_ITEM = re.compile(r"\bon average, how many ([a-z][a-z ]*?) (?:does|do|did) (?:an?|each|every|one) (?:[a-z]+ )?"
+                       r"([a-z]+) (?:have|get|receive|contain|include|hold)\b"
+                       r"|\baverage number of ([a-z][a-z ]*?) (?:per|for each|for every) ([a-z]+)\b")
 _MONTH_TEXT = re.compile(r"\byyyy-mm\b(?!-dd)")
 _DISTINCT_COUNT = re.compile(r"\b(?:how many|number of|count(?: of)?)\s+(?:the\s+)?(?:distinct|different|unique)\s+"
                              r"([a-z][a-z_]*)")
@@ -82,6 +90,8 @@ class Rules:
     days: bool = False
     inclusive: bool = False  # a number of days counts the first and the last day
     growth: bool = False  # a percentage change: (new - base) / base
+    periods: tuple[str, str] | None = None  # a change "from 2023 to 2024": the base's year and the new one's
+    per_item: tuple[str, str] | None = None  # "how many X does a Y have", on average: (X, Y)
     distinct: str | None = None  # the noun counted as distinct things ("customers")
     month_text: bool = False  # a month is given as YYYY-MM text
     rounding: int | None = None  # decimal places the answer is rounded to (0: a whole number)
@@ -90,7 +100,8 @@ class Rules:
     @property
     def any(self) -> bool:
         return bool(self.scale or self.divisor or self.fractional or self.days or self.inclusive or self.growth
-                    or self.distinct or self.month_text or self.rounding is not None or self.case_insensitive)
+                    or self.per_item or self.distinct or self.month_text or self.rounding is not None
+                    or self.case_insensitive)
 
     def describe(self) -> list[str]:
         """Each rule in words, for the report."""
@@ -106,6 +117,11 @@ class Rules:
             lines.append("the number of days counts the first and the last day (the difference plus 1)")
         if self.growth:
             lines.append("a change is the difference of the two values divided by the base")
+        if self.growth and self.periods:
+            lines.append(f"the change's base is {self.periods[0]}'s value, not the total of every period")
+        if self.per_item:
+            lines.append(f"an average number of {self.per_item[0]} per {self.per_item[1]} counts rows over "
+                         f"distinct {self.per_item[1]}s")
         if self.distinct:
             lines.append(f'"{self.distinct}" are counted once each (COUNT DISTINCT)')
         if self.month_text:
@@ -128,8 +144,12 @@ def read_rules(question: str) -> Rules:
     dividend = terms.group(1).strip() if terms and divisor else None
     distinct = _DISTINCT_COUNT.search(text)
     days = bool(_DAYS.search(text))
+    periods = _PERIODS.search(text)
+    per = _PER_ITEM.search(text)
+    per_item = ((per.group(1) or per.group(3)).strip(), per.group(2) or per.group(4)) if per else None
     return Rules(scale=scale, divisor=divisor, dividend=dividend, fractional=bool(_FRACTIONAL.search(text)), days=days,
                  inclusive=days and bool(_INCLUSIVE.search(text)), growth=bool(_GROWTH.search(text)),
+                 periods=(periods.group(1), periods.group(2)) if periods else None, per_item=per_item,
                  distinct=distinct.group(1) if distinct else None, month_text=bool(_MONTH_TEXT.search(text)),
                  rounding=_places(text), case_insensitive=bool(_CASE.search(text)))
 
@@ -863,6 +883,102 @@ def _growth(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     return found
 
 
+def _year_condition(condition: exp.Expr, year: str) -> bool:
+    """Whether ``condition`` holds a date's year equal to ``year`` (``STRFTIME('%Y', d) = '2024'``,
+    ``EXTRACT(YEAR FROM d) = 2024``)."""
+    condition = _bare(condition)
+    if not isinstance(condition, exp.EQ):
+        return False
+    for part, value in ((condition.this, condition.expression), (condition.expression, condition.this)):
+        found = date_part(_uncast(part))
+        value = _uncast(value)
+        if found is not None and found[0] == "YEAR" and isinstance(value, exp.Literal) and value.name == year:
+            return True
+    return False
+
+
+def _growth_base(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A change "from X to Y" computed over a base that is the total of every period (``SUM(CASE WHEN year = Y
+    THEN v ELSE 0 END) / SUM(v)``): the base becomes X's value (the same CASE with X's year)."""
+    if not (rules.growth and rules.periods) or not isinstance(tree, exp.Select) or tree.args.get("group"):
+        return []
+    base_year, new_year = rules.periods
+    if any(_year_condition(c, new_year) or _year_condition(c, base_year) for c in _conjuncts(tree)):
+        return []
+    found = []
+    for output in _outputs(tree):
+        divisions = _top_divisions(output)
+        if len(divisions) != 1:
+            continue
+        base = _numerator(divisions[0].expression)
+        if not isinstance(base, exp.Sum) or base.find(exp.Case) is not None:
+            continue
+        new = [s for s in _own(output, exp.Sum) if isinstance(s, exp.Sum) and _case_condition(s) is not None
+               and _year_condition(_case_condition(s), new_year)]  # type: ignore[arg-type]
+        if len(new) != 1 or _sql(_numerator(new[0]), env) == _sql(base, env):
+            continue
+        case = _bare(new[0].this)
+        if _sql(case.args["ifs"][0].args["true"], env) != _sql(base.this, env):
+            continue
+        rebuilt = new[0].copy()
+        for literal in rebuilt.find_all(exp.Literal):
+            if literal.name == new_year and literal.find_ancestor(exp.EQ) is not None:
+                literal.replace(exp.Literal(this=base_year, is_string=literal.is_string))
+        totals = [s for s in _own(output, exp.Sum) if _sql(s, env) == _sql(base, env)]
+        before = _sql(base, env)
+
+        def apply(totals: list[exp.Expr] = totals, rebuilt: exp.Expr = rebuilt) -> None:
+            for total in totals:
+                total.replace(rebuilt.copy())
+        found.append(Finding(f"the change from {base_year} to {new_year} divides by {before}, the total of every "
+                             "period", f"{before} -> {_sql(rebuilt, env)} ({base_year}'s value is the base)",
+                             apply))
+    return found
+
+
+def _per_item(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"On average, how many X does a Y have" answered with the mean of a stored column (``AVG(quantity)``,
+    ``SUM(quantity) / COUNT(*)``): X's rows over the distinct Ys of X's table (``1.0 * COUNT(*) /
+    COUNT(DISTINCT y_id)``)."""
+    if not rules.per_item or not isinstance(tree, exp.Select) or tree.args.get("group"):
+        return []
+    outputs = _outputs(tree)
+    if len(outputs) != 1 or outputs[0].find(exp.Distinct, exp.Subquery) is not None:
+        return []
+    output = _uncast(outputs[0])
+    mean = isinstance(output, exp.Avg) and isinstance(_bare(output.this), exp.Column)
+    divisions = _top_divisions(outputs[0])
+    ratio = len(divisions) == 1 and isinstance(top := _numerator(divisions[0].this), exp.Sum) \
+        and isinstance(_bare(top.this), exp.Column) and _row_count(divisions[0].expression) is not None
+    if not (mean or ratio):
+        return []
+    items, owner = rules.per_item
+    catalog = env.catalog()
+    words = items.split()
+    stems = {"_".join(words), "_".join(words).rstrip("s"), words[-1], words[-1].rstrip("s")}
+    clauses = [tree.args.get("from_"), *(tree.args.get("joins") or [])]
+    read = [n for clause in clauses if clause is not None and isinstance(n := clause.this, exp.Table)]
+    held = [n for n in read if n.name.lower() in stems or n.name.lower().rstrip("s") in stems]
+    if len(held) != 1 or (table := catalog.table(held[0].name)) is None:
+        return []
+    owner_stem = owner[:-1] if owner.endswith("s") else owner
+    keys = [c for c in table.columns if c.name.lower() in (f"{owner_stem}_id", f"{owner_stem}id")]
+    if len(keys) != 1:
+        return []
+    key = exp.column(catalog.ident(keys[0].name), table=exp.to_identifier(held[0].alias_or_name)
+                     if len(read) > 1 else None)
+    rebuilt = exp.Div(this=exp.Cast(this=exp.Count(this=exp.Star()), to=exp.DataType.build("DOUBLE")),
+                      expression=exp.Count(this=exp.Distinct(expressions=[key])))
+    target = tree.expressions[0]
+    before = _sql(target, env)
+
+    def apply() -> None:
+        node = tree.expressions[0]
+        node.replace(exp.alias_(rebuilt.copy(), node.alias) if node.alias else rebuilt.copy())
+    return [Finding(f"the question asks how many {items} a {owner} has on average, but {before} is a mean of "
+                    "stored values", f"{before} -> {_sql(rebuilt, env)} (rows over distinct {owner}s)", apply)]
+
+
 def _noun_column(tree: exp.Select, noun: str, env: Env) -> exp.Column | None:
     """The one column of the tables in the outermost FROM and JOINs named for ``noun`` (``customers``:
     ``customer_id``, ``customerid``, ``customer``, ``customers``), qualified when the query joins."""
@@ -1061,9 +1177,10 @@ def _case(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     return found
 
 
-RULES: tuple[Rule, ...] = (_scale, _divisor, _ratio_terms, _whole, _group_share, _growth, _integer_division,
-                          _days, _inclusive, _distinct, _month_text, _rounding, _case)
+RULES: tuple[Rule, ...] = (_scale, _divisor, _ratio_terms, _whole, _group_share, _growth_base, _growth, _per_item,
+                          _integer_division, _days, _inclusive, _distinct, _month_text, _rounding, _case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
-divisor and the rows each side of a ratio or a share counts, the change over a base, integer division, days
+divisor and the rows each side of a ratio or a share counts, the change over a base (the first period's),
+the average number of things per owner, integer division, days
 (then both ends of them) and distinct counts; the rounding last of the arithmetic, then the letter case of
 comparisons."""
