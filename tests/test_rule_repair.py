@@ -134,6 +134,15 @@ CASES = {
         "On average, how many order items does an order have?",
         "SELECT AVG(quantity) FROM order_items",
         "SELECT 1.0 * COUNT(*) / COUNT(DISTINCT order_id) FROM order_items", ENGINES),
+    "days to every item, not the first": (
+        "On average, how many days after a customer signed up did their first order come?",
+        {"sqlite": "SELECT AVG(JULIANDAY(o.order_date) - JULIANDAY(c.signup_date)) FROM customers AS c "
+                   "JOIN orders AS o ON o.customer_id = c.customer_id",
+         **{engine: "SELECT AVG(o.order_date - c.signup_date) FROM customers AS c "
+                    "JOIN orders AS o ON o.customer_id = c.customer_id" for engine in ("postgresql", "duckdb")}},
+        "SELECT AVG(JULIANDAY(f.order_date) - JULIANDAY(c.signup_date)) FROM customers AS c JOIN (SELECT "
+        "customer_id, MIN(order_date) AS order_date FROM orders GROUP BY customer_id) AS f "
+        "ON f.customer_id = c.customer_id", ENGINES),
     "rows counted for different things": (
         "How many different customers placed at least one order in 2024?",
         "SELECT COUNT(*) FROM orders WHERE order_date BETWEEN '2024-01-01' AND '2024-12-31'",

@@ -454,3 +454,26 @@ def test_items_per_owner_count_rows_over_owners(sql, expected):
 ])
 def test_items_per_owner_left_alone(sql):
     assert fixed("On average, how many items does an order have?", sql) == (sql, [])
+
+
+
+def test_days_to_the_first_item_read_its_earliest_date():
+    sql = ("SELECT AVG(JULIANDAY(o.order_date) - JULIANDAY(c.joined)) FROM customers AS c "
+           "JOIN orders AS o ON o.customer_id = c.customer_id")
+    assert read_rules("How many days after it joined did the customer get its first order?").first == "order"
+    assert repaired("How many days after it joined did the customer get its first order?", sql) == (
+        "SELECT AVG(JULIANDAY(o.order_date) - JULIANDAY(c.joined)) FROM customers AS c JOIN (SELECT customer_id, "
+        "MIN(order_date) AS order_date FROM orders GROUP BY customer_id) AS o ON o.customer_id = c.customer_id")
+
+
+@pytest.mark.parametrize("sql", [
+    # the joined orders are read for more than their date and key
+    "SELECT AVG(JULIANDAY(o.order_date) - JULIANDAY(c.joined)) FROM customers AS c JOIN orders AS o "
+    "ON o.customer_id = c.customer_id WHERE o.status = 'delivered'",
+    # already the earliest
+    "SELECT AVG(JULIANDAY(f.d) - JULIANDAY(c.joined)) FROM customers AS c JOIN (SELECT customer_id, "
+    "MIN(order_date) AS d FROM orders GROUP BY customer_id) AS f ON f.customer_id = c.customer_id",
+])
+def test_days_to_the_first_item_left_alone(sql):
+    question = "How many days after it joined did the customer get its first order?"
+    assert fixed(question, sql) == (sql, [])

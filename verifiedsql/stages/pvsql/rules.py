@@ -16,6 +16,7 @@
   their day-of-month or day-of-year parts (``EXTRACT(DAY FROM end) - EXTRACT(DAY FROM start)``,
   ``STRFTIME('%j', end) - STRFTIME('%j', start)``), nor on SQLite a difference of date text (which subtracts
   the years);
+- **first**: a number of days to "its first X" reads X's earliest date per owner, not every X's date;
 - **inclusive**: "counting the first and the last day" (or "inclusive") adds 1 to a difference of dates;
 - **growth**: a percentage change ("by what percentage did X grow", "the percentage change from A to B")
   divides the difference of the two values by the base, not the new value alone;
@@ -61,6 +62,7 @@ _INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\b(?:counting|including|include|i
                         r"(?:first|start(?:ing)?|start date) (?:day )?and (?:the )?(?:last|end(?:ing)?|end date)\b")
 _GROWTH = re.compile(r"(?:\bpercent(?:age)?|%)\s*(?:change|growth|increase|decrease|decline|drop|rise|fall)\b"
                      r"|\bby what (?:percent(?:age)?\b|%)|\bgrowth rate\b|\brate of (?:growth|change)\b")
+_FIRST = re.compile(r"\b(?:its|their) first ([a-z]+)\b")
 _PERIODS = re.compile(r"\bfrom (\d{4}) to (\d{4})\b")
 _PER_ITEM = re.compile(r"\bon average, how many ([a-z][a-z ]*?) (?:does|do|did) (?:an?|each|every|one) (?:[a-z]+ )?"
                        r"([a-z]+) (?:have|get|receive|contain|include|hold)\b"
@@ -89,6 +91,7 @@ class Rules:
     fractional: bool = False
     days: bool = False
     inclusive: bool = False  # a number of days counts the first and the last day
+    first: str | None = None  # a number of days to "its first X": X's noun
     growth: bool = False  # a percentage change: (new - base) / base
     periods: tuple[str, str] | None = None  # a change "from 2023 to 2024": the base's year and the new one's
     per_item: tuple[str, str] | None = None  # "how many X does a Y have", on average: (X, Y)
@@ -99,7 +102,8 @@ class Rules:
 
     @property
     def any(self) -> bool:
-        return bool(self.scale or self.divisor or self.fractional or self.days or self.inclusive or self.growth
+        return bool(self.scale or self.divisor or self.fractional or self.days or self.inclusive or self.first
+                    or self.growth
                     or self.per_item or self.distinct or self.month_text or self.rounding is not None
                     or self.case_insensitive)
 
@@ -115,6 +119,8 @@ class Rules:
             lines.append("a number of days is a difference of dates in the engine's date arithmetic")
         if self.inclusive:
             lines.append("the number of days counts the first and the last day (the difference plus 1)")
+        if self.first:
+            lines.append(f"\"its first {self.first}\" is the earliest {self.first} of each")
         if self.growth:
             lines.append("a change is the difference of the two values divided by the base")
         if self.growth and self.periods:
@@ -145,10 +151,12 @@ def read_rules(question: str) -> Rules:
     distinct = _DISTINCT_COUNT.search(text)
     days = bool(_DAYS.search(text))
     periods = _PERIODS.search(text)
+    first = _FIRST.search(text) if days else None
     per = _PER_ITEM.search(text)
     per_item = ((per.group(1) or per.group(3)).strip(), per.group(2) or per.group(4)) if per else None
     return Rules(scale=scale, divisor=divisor, dividend=dividend, fractional=bool(_FRACTIONAL.search(text)), days=days,
-                 inclusive=days and bool(_INCLUSIVE.search(text)), growth=bool(_GROWTH.search(text)),
+                 inclusive=days and bool(_INCLUSIVE.search(text)), first=first.group(1) if first else None,
+                 growth=bool(_GROWTH.search(text)),
                  periods=(periods.group(1), periods.group(2)) if periods else None, per_item=per_item,
                  distinct=distinct.group(1) if distinct else None, month_text=bool(_MONTH_TEXT.search(text)),
                  rounding=_places(text), case_insensitive=bool(_CASE.search(text)))
@@ -824,6 +832,42 @@ def _day_differences(tree: exp.Expr, env: Env) -> list[exp.Expr]:
     return found
 
 
+def _first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A number of days to "its first X" that joins every X (``AVG(x.d - o.d) FROM o JOIN x ON x.k = o.k``):
+    the join reads X's earliest date per owner instead (``(SELECT k, MIN(d) AS d FROM x GROUP BY k) AS x``)."""
+    if not rules.first or not isinstance(tree, exp.Select) or tree.args.get("group"):
+        return []
+    noun = rules.first
+    names = {noun, f"{noun}s", f"{noun}es", noun[:-1] + "ies" if noun.endswith("y") else noun}
+    catalog = env.catalog()
+    column_of = _columns(tree, env)
+    for join in tree.args.get("joins") or []:
+        node = join.this
+        if not isinstance(node, exp.Table) or node.name.lower() not in names or catalog.table(node.name) is None:
+            continue
+        alias = node.alias_or_name.lower()
+        keys = [side for eq in (join.args.get("on") or exp.true()).find_all(exp.EQ)
+                for side in (eq.this, eq.expression) if isinstance(side, exp.Column) and side.table.lower() == alias]
+        dates = {c.name.lower(): c for output in _outputs(tree) for c in output.find_all(exp.Column)
+                 if c.table.lower() == alias and _date_valued(c, env, column_of)}
+        read = {c.name.lower() for c in tree.find_all(exp.Column) if c.table.lower() == alias}
+        if len(keys) != 1 or len(dates) != 1 or read != {keys[0].name.lower(), *dates}:
+            continue
+        key, date = keys[0].this.copy(), next(iter(dates.values())).this.copy()
+        source = node.copy()
+        source.set("alias", None)
+        earliest = exp.select(exp.column(key), exp.alias_(exp.Min(this=exp.column(date.copy())), date)) \
+            .from_(source).group_by(exp.column(key.copy()))
+        derived = exp.Subquery(this=earliest, alias=exp.TableAlias(this=exp.to_identifier(node.alias_or_name)))
+        before = _sql(node, env)
+
+        def apply(node: exp.Expr = node, derived: exp.Expr = derived) -> None:
+            node.replace(derived)
+        return [Finding(f'the question asks for days to "its first {noun}", but the SQL reads every {noun}\'s '
+                        f"{date.name}", f"{before} -> {_sql(derived, env)} (the earliest {noun} of each)", apply)]
+    return []
+
+
 def _plus_one(node: exp.Expr) -> bool:
     """Whether ``node`` (through parentheses and casts) is added to 1."""
     child, parent = node, node.parent
@@ -1178,7 +1222,7 @@ def _case(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
 
 
 RULES: tuple[Rule, ...] = (_scale, _divisor, _ratio_terms, _whole, _group_share, _growth_base, _growth, _per_item,
-                          _integer_division, _days, _inclusive, _distinct, _month_text, _rounding, _case)
+                          _integer_division, _days, _first, _inclusive, _distinct, _month_text, _rounding, _case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
 divisor and the rows each side of a ratio or a share counts, the change over a base (the first period's),
 the average number of things per owner, integer division, days
