@@ -1,4 +1,4 @@
-"""The question's arithmetic rules (``stages/pvsql/rules.py``): what the words settle, and each repair on the
+"""The question's arithmetic rules (``stages/pvsql/rules/``): what the words settle, and each repair on the
 AST, with the cases it must leave alone. Pure functions: no engine, no model."""
 
 from __future__ import annotations

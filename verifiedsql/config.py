@@ -120,7 +120,7 @@ class Options:
     # repair each candidate that ran, on its AST, to the arithmetic the question's words ask for (a ratio is not
     # scaled by 100 and a percentage is, "A to B" divides by B, a change divides the difference by its base, no
     # integer division, days by date arithmetic (both ends when asked), distinct counts, rounding and letter case
-    # as the question instructs: stages/pvsql/rules.py); what it still breaks is evidence. No model call; on
+    # as the question instructs: stages/pvsql/rules/); what it still breaks is evidence. No model call; on
     # because it lost nothing on Spider and added EX on the analytics set
     constraint_repair: bool = True
     max_repairs: int = 3

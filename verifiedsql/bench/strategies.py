@@ -80,7 +80,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # only that stage's own requests to the cache (how bench stages measures a stage on the default model).
     "default+facts": {"candidates": 5, **DEFAULT_ON, "schema_facts": True},
     "default+verify": {"candidates": 5, **DEFAULT_ON, "verify": True},
-    # The default pipeline without the deterministic constraint repair (stages/pvsql/rules.py): default's
+    # The default pipeline without the deterministic constraint repair (stages/pvsql/rules/): default's
     # candidate requests (the repair asks the model nothing).
     "default-constraints": {"candidates": 5, **DEFAULT_ON, "constraint_repair": False},
     "default+dpc": {"candidates": 5, **DEFAULT_ON, "dpc": True},

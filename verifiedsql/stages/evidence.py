@@ -14,7 +14,7 @@ Each check looks at the answer from one side and says ``for``, ``against`` or ``
 - ``refinement``: the chosen SQL needed self-refinement or a repair before it ran (neutral: the repaired SQL
   still has to win the vote);
 - ``constraints``: the question's constraints (``verify``), and with ``constraint_repair`` the arithmetic its
-  words ask for (``pvsql/rules.py``), met or not;
+  words ask for (``pvsql/rules/``), met or not;
 - ``literals``: the string and date literals the chosen SQL compares with columns (``check_literals``):
   ``for`` when every one is stored in its column as written; ``against`` when one is not, but is stored in a
   table linked to the column's table by a key (a name compared with a column of ids); neutral when one is

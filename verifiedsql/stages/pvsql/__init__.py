@@ -5,7 +5,7 @@
   ``findings``; stage ``ModelProbing``.
 - Verify and repair (``constraints.py``, ``verify_repair.py``): options ``verify``, ``max_repairs``; report
   ``constraints`` and each candidate's ``repairs``/``violations``; stage ``VerifyAndRepair``.
-- Constraint repair without the model (``rules.py``, ``rule_repair.py``): option ``constraint_repair``; the
+- Constraint repair without the model (``rules/``, ``rule_repair.py``): option ``constraint_repair``; the
   arithmetic the question's words ask for, repaired on the AST; report ``constraints`` and each candidate's
   ``fixes``/``violations``; stage ``ConstraintRepair``.
 Prompts: ``prompts.py``. All four are context stages.

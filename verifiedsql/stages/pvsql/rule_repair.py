@@ -1,5 +1,5 @@
 """Deterministic constraint repair (option ``constraint_repair``): each candidate that ran is held against the
-arithmetic its question asks for (``rules.py``: a ratio or a percentage, the divisor of "A to B", no integer
+arithmetic its question asks for (``rules/``: a ratio or a percentage, the divisor of "A to B", no integer
 division, days in the engine's date arithmetic, distinct counts). Where it breaks one, the SQL is repaired on
 its sqlglot AST and run again through both safety layers (``execute_candidate``); when the repair runs, it
 becomes the candidate's SQL and is recorded as the schema repair records its own (``candidate.attempts``,

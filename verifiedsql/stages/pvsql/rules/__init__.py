@@ -1,0 +1,85 @@
+"""The arithmetic an analytics question asks for, read from its words, and held against a candidate's AST.
+
+``read_rules`` reads what the question's words settle (high-precision patterns, as ``constraints.py``'s):
+
+- **scale**: a *ratio*, *fraction* or *proportion* (and no *percent*) is not multiplied by 100; a *percentage*
+  (*percent*, ``%``) is;
+- **divisor**: "the ratio of A to B" divides by B, not by A + B (unless B is a total), nor by every row;
+  where the SQL counts A (or filters on it) and counts every row for B, B's count is built from the stored
+  value B's words name;
+- **whole**: a percentage or a fraction whose two sides aggregate the same rows is 100% (1) whatever the
+  data: the condition that filters the rows belongs in the numerator; and in a grouped query, each group's
+  share "of all" divides by the total over every group, not by the group itself;
+- **fractional**: the answer is a fraction (a ratio, a percentage, a share, a rate, an average, a growth), so a
+  division of integers must not truncate (PostgreSQL and SQLite divide integers);
+- **days**: a number of days is a difference of dates in the engine's date arithmetic, not a difference of
+  their day-of-month or day-of-year parts (``EXTRACT(DAY FROM end) - EXTRACT(DAY FROM start)``,
+  ``STRFTIME('%j', end) - STRFTIME('%j', start)``), nor on SQLite a difference of date text (which subtracts
+  the years);
+- **first**: a number of days to "its first X" reads X's earliest date per owner, not every X's date;
+- **inclusive**: "counting the first and the last day" (or "inclusive") adds 1 to a difference of dates;
+- **growth**: a percentage change ("by what percentage did X grow", "the percentage change from A to B")
+  divides the difference of the two values by the base, not the new value alone;
+- **growth base**: a change "from 2023 to 2024" whose base is the total of every period divides by the
+  first period's instead;
+- **per item**: "on average, how many X does a Y have" (or "the average number of X per Y") counts X's rows
+  over the distinct Ys, not the mean of a stored column;
+- **distinct**: "how many different X" counts distinct X;
+- **month text**: "give the month as YYYY-MM" gives one text column, not the year and the month as numbers;
+- **rounding**: "rounded to two decimal places" (or "to the nearest whole number") rounds the computed outputs
+  to that many places;
+- **case**: "match ... case-insensitively" compares text with a string literal in one letter case.
+
+``findings`` gives what a candidate's SQL breaks, each with its fix (or none when it cannot be repaired here);
+``repair`` applies the fixes rule after rule on a copy of the tree. Nothing here runs SQL or calls a model
+(a rule may read a column's stored values through ``Env.values``, which the caller bounds): the caller
+(``rule_repair.py``) runs a repaired SQL through both safety layers.
+
+Modules: ``words`` (what the question settles), ``tree`` (what the rules read on the SQL), and the rules by
+subject: ``shares`` (ratios, percentages, shares, averages per owner), ``changes`` (growth between periods),
+``dates`` (days and months), ``forms`` (integer division, distinct counts, rounding, letter case).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from .changes import growth, growth_base
+from .dates import days, first, inclusive, month_text
+from .forms import distinct, integer_division, letter_case, rounding
+from .shares import divisor, group_share, per_item, ratio_terms, scale, whole
+from .tree import Env, Finding, Rule, ValueReader
+from .words import Rules, read_rules
+
+__all__ = ["RULES", "Env", "Finding", "Rules", "ValueReader", "findings", "problems", "read_rules", "repair"]
+
+RULES: tuple[Rule, ...] = (scale, divisor, ratio_terms, whole, group_share, growth_base, growth, per_item,
+                          integer_division, days, first, inclusive, distinct, month_text, rounding, letter_case)
+"""In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
+divisor and the rows each side of a ratio or a share counts, the change over a base (the first period's),
+the average number of things per owner, integer division, days (to the first of several, then both ends of
+them) and distinct counts, a month as text; the rounding last of the arithmetic, then the letter case of
+comparisons."""
+
+
+def findings(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """What ``tree`` breaks of ``rules``, every rule read on the tree as it is."""
+    return [finding for rule in RULES for finding in rule(tree, rules, env)]
+
+
+def repair(tree: exp.Expr, rules: Rules, env: Env) -> tuple[exp.Expr, list[str]]:
+    """A copy of ``tree`` with every fix applied, rule after rule (each rule read on the tree the rules before
+    it left), and what changed."""
+    tree = tree.copy()
+    fixes: list[str] = []
+    for rule in RULES:
+        for finding in rule(tree, rules, env):
+            if finding.apply is not None:
+                finding.apply()
+                fixes.append(finding.fix)
+    return tree, fixes
+
+
+def problems(tree: exp.Expr, rules: Rules, env: Env) -> list[str]:
+    """What ``tree`` breaks of ``rules``, in words."""
+    return [finding.problem for finding in findings(tree, rules, env)]

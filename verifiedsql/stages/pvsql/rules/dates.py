@@ -1,0 +1,211 @@
+"""Days and months: a number of days in the engine's date arithmetic, to the first of several, with
+both ends counted where asked; a month as YYYY-MM text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from ...repair import date_part, day_of_year
+from .tree import Env, Finding, column_resolver, is_date_valued, render, select_outputs, uncast, unparen
+from .words import Rules
+
+
+def _day_part(node: exp.Expr) -> exp.Expr | None:
+    """The date whose day of the month or of the year ``node`` takes (``EXTRACT(DAY FROM d)``, ``DAY(d)``,
+    ``STRFTIME('%d', d)``, ``STRFTIME('%j', d)``, ``EXTRACT(DOY FROM d)``, any of them cast to a number), or
+    None."""
+    node = uncast(node)
+    found = date_part(node)
+    return found[1] if found is not None and found[0] == "DAY" else day_of_year(node)
+
+
+def days(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A number of days computed as a difference of day-of-month parts, or (SQLite) of date text: the engine's
+    date difference in days instead."""
+    if not rules.days:
+        return []
+    column_of = column_resolver(tree, env)
+    found = []
+    for sub in tree.find_all(exp.Sub):
+        ends = (_day_part(sub.left), _day_part(sub.right))
+        why = "a difference of day-of-month or day-of-year parts"
+        if ends[0] is None or ends[1] is None:
+            if env.engine != "sqlite" or not all(is_date_valued(side, env, column_of) for side in (sub.left,
+                                                                                                  sub.right)):
+                continue
+            ends, why = (unparen(sub.left), unparen(sub.right)), "SQLite subtracts the years of date text"
+        end, start = ends
+        assert end is not None and start is not None
+
+        found.append(_day_difference(sub, end, start, why, env))
+    return found
+
+
+def days_between(end: exp.Expr, start: exp.Expr, engine: str) -> exp.Expr:
+    """The number of days from ``start`` to ``end`` in ``engine``'s date arithmetic: ``JULIANDAY(end) -
+    JULIANDAY(start)`` on SQLite, a difference of dates on PostgreSQL, sqlglot's ``DATE_DIFF`` elsewhere."""
+    if engine == "sqlite":
+        return exp.Sub(this=exp.Anonymous(this="JULIANDAY", expressions=[end.copy()]),
+                       expression=exp.Anonymous(this="JULIANDAY", expressions=[start.copy()]))
+    if engine == "postgresql":
+        return exp.Sub(this=exp.Cast(this=end.copy(), to=exp.DataType.build("DATE")),
+                       expression=exp.Cast(this=start.copy(), to=exp.DataType.build("DATE")))
+    return exp.DateDiff(this=end.copy(), expression=start.copy(), unit=exp.var("DAY"))
+
+
+def _day_difference(sub: exp.Sub, end: exp.Expr, start: exp.Expr, why: str, env: Env) -> Finding:
+    """``sub`` -> the engine's number of days from ``start`` to ``end``."""
+    def build() -> exp.Expr:
+        return exp.paren(days_between(end, start, env.engine))
+    before = render(sub, env)
+    return Finding(f"{before} is {why}, not a number of days",
+                   f"{before} -> {render(build(), env)} (days between two dates)", lambda: sub.replace(build()))
+
+
+def _day_differences(tree: exp.Expr, env: Env) -> list[exp.Expr]:
+    """The differences of dates in days: ``JULIANDAY(a) - JULIANDAY(b)``, ``DATE_DIFF('DAY', b, a)``, and where
+    the engine subtracts dates as days (not SQLite), ``a - b`` of two dates."""
+    column_of = column_resolver(tree, env)
+    found: list[exp.Expr] = []
+    for node in tree.find_all(exp.Sub, exp.DateDiff):
+        if isinstance(node, exp.DateDiff):
+            unit = node.args.get("unit")
+            if unit is None or unit.name.upper() in ("DAY", "DAYS"):
+                found.append(node)
+            continue
+        sides = (uncast(node.this), uncast(node.expression))
+        if all(isinstance(side, exp.Anonymous) and side.name.upper() == "JULIANDAY" for side in sides) or (
+                env.engine != "sqlite" and all(is_date_valued(side, env, column_of) for side in sides)):
+            found.append(node)
+    return found
+
+
+def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A number of days to "its first X" that joins every X (``AVG(x.d - o.d) FROM o JOIN x ON x.k = o.k``):
+    the join reads X's earliest date per owner instead (``(SELECT k, MIN(d) AS d FROM x GROUP BY k) AS x``)."""
+    if not rules.first or not isinstance(tree, exp.Select) or tree.args.get("group"):
+        return []
+    noun = rules.first
+    names = {noun, f"{noun}s", f"{noun}es", noun[:-1] + "ies" if noun.endswith("y") else noun}
+    catalog = env.catalog()
+    column_of = column_resolver(tree, env)
+    for join in tree.args.get("joins") or []:
+        node = join.this
+        if not isinstance(node, exp.Table) or node.name.lower() not in names or catalog.table(node.name) is None:
+            continue
+        alias = node.alias_or_name.lower()
+        keys = [side for eq in (join.args.get("on") or exp.true()).find_all(exp.EQ)
+                for side in (eq.this, eq.expression) if isinstance(side, exp.Column) and side.table.lower() == alias]
+        dates = {c.name.lower(): c for output in select_outputs(tree) for c in output.find_all(exp.Column)
+                 if c.table.lower() == alias and is_date_valued(c, env, column_of)}
+        read = {c.name.lower() for c in tree.find_all(exp.Column) if c.table.lower() == alias}
+        if len(keys) != 1 or len(dates) != 1 or read != {keys[0].name.lower(), *dates}:
+            continue
+        key, date = keys[0].this.copy(), next(iter(dates.values())).this.copy()
+        source = node.copy()
+        source.set("alias", None)
+        earliest = exp.select(exp.column(key), exp.alias_(exp.Min(this=exp.column(date.copy())), date)) \
+            .from_(source).group_by(exp.column(key.copy()))
+        derived = exp.Subquery(this=earliest, alias=exp.TableAlias(this=exp.to_identifier(node.alias_or_name)))
+        before = render(node, env)
+
+        def apply(node: exp.Expr = node, derived: exp.Expr = derived) -> None:
+            node.replace(derived)
+        return [Finding(f'the question asks for days to "its first {noun}", but the SQL reads every {noun}\'s '
+                        f"{date.name}", f"{before} -> {render(derived, env)} (the earliest {noun} of each)", apply)]
+    return []
+
+
+def _plus_one(node: exp.Expr) -> bool:
+    """Whether ``node`` (through parentheses and casts) is added to 1."""
+    child, parent = node, node.parent
+    while isinstance(parent, (exp.Paren, exp.Cast, exp.TryCast)):
+        child, parent = parent, parent.parent
+    if not isinstance(parent, exp.Add):
+        return False
+    other = unparen(parent.expression if parent.this is child else parent.this)
+    return isinstance(other, exp.Literal) and not other.is_string and other.to_py() == 1
+
+
+def inclusive(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"Counting the first and the last day": a difference of dates in days, plus 1."""
+    if not rules.inclusive:
+        return []
+    found = []
+    for difference in _day_differences(tree, env):
+        if _plus_one(difference):
+            continue
+        before = render(difference, env)
+
+        def build(difference: exp.Expr = difference) -> exp.Expr:
+            added = exp.Add(this=difference.copy(), expression=exp.Literal.number(1))
+            return added if isinstance(difference.parent, exp.Paren) else exp.paren(added)
+
+        def apply(difference: exp.Expr = difference, build: Callable[[], exp.Expr] = build) -> None:
+            difference.replace(build())
+        found.append(Finding(f"the question counts the first and the last day, but {before} leaves one out",
+                             f"{before} -> {render(build(), env)} (both ends counted)", apply))
+    return found
+
+
+def month_text(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"Give the month as YYYY-MM", answered with the month as a number (``EXTRACT(MONTH FROM d)``, with or
+    without ``EXTRACT(YEAR FROM d)`` in a column of its own): one column of ``d`` as YYYY-MM text in their
+    place, in the GROUP BY and the ORDER BY too."""
+    if not rules.month_text or not isinstance(tree, exp.Select):
+        return []
+    outputs = list(tree.expressions)
+    parts = [date_part(uncast(output.unalias())) for output in outputs]
+    months = [i for i, part in enumerate(parts) if part is not None and part[0] == "MONTH"]
+    if len(months) != 1:
+        return []
+    month = months[0]
+    date = parts[month][1]  # type: ignore[index]
+
+    def part_of(node: exp.Expr) -> str | None:
+        found = date_part(uncast(node))
+        return found[0] if found is not None and render(found[1], env) == render(date, env) else None
+
+    years = [i for i, output in enumerate(outputs) if i != month and part_of(output.unalias()) == "YEAR"]
+    before = ", ".join(render(outputs[i], env) for i in sorted([month, *years]))
+    problem = f"the question asks for the month as YYYY-MM text, but {before} gives it as numbers"
+    clauses = [*(tree.args["group"].expressions if tree.args.get("group") else []),
+               *(o.this for o in (tree.args["order"].expressions if tree.args.get("order") else []))]
+    if any(isinstance(unparen(node), exp.Literal) for node in clauses):  # positions would shift
+        return [Finding(problem)]
+    alias = outputs[month].alias or "month"
+    dropped_aliases = {outputs[i].alias.lower() for i in years if outputs[i].alias}
+
+    def text() -> exp.Expr:
+        return exp.TimeToStr(this=date.copy(), format=exp.Literal.string("%Y-%m"))
+
+    def apply() -> None:
+        leading = min([month, *years])
+        kept = [exp.alias_(text(), alias) if i == leading else output for i, output in enumerate(outputs)
+                if i == leading or (i != month and i not in years)]
+        tree.set("expressions", kept)
+        for clause in ("group", "order"):
+            node = tree.args.get(clause)
+            if node is None:
+                continue
+            items, seen = [], set()
+            for item in node.expressions:
+                inner = item.this if isinstance(item, exp.Ordered) else item
+                part = part_of(inner)
+                named = isinstance(inner, exp.Column) and not inner.table and inner.name.lower() in dropped_aliases
+                if part == "MONTH" or named or part == "YEAR":
+                    replacement = exp.column(alias) if clause == "order" else text()
+                    if isinstance(item, exp.Ordered):
+                        item = item.copy()
+                        item.set("this", replacement)
+                    else:
+                        item = replacement
+                key = render(item.this if isinstance(item, exp.Ordered) else item, env)
+                if key not in seen:
+                    seen.add(key)
+                    items.append(item)
+            node.set("expressions", items)
+
+    return [Finding(problem, f"{before} -> {render(exp.alias_(text(), alias), env)} (the month as YYYY-MM)", apply)]

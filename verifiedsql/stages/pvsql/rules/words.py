@@ -1,0 +1,161 @@
+"""What a question's words settle about its answer: ``read_rules`` and the patterns it reads."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from ..constraints import normalize
+
+_PERCENT = re.compile(r"\b(?:percent|percentage|percentages|pct)\b|%")
+
+
+_RATIO = re.compile(r"\b(?:ratio|fraction|proportion)\b")
+
+
+_FRACTIONAL = re.compile(r"\b(?:ratio|fraction|proportion|percent|percentage|pct|share|rate|average|avg|mean|per|"
+                         r"growth|grow|grew|change|changed|increase|increased|decrease|decreased)\b|%")
+
+
+_TO_TERMS = re.compile(r"\bratio of (?:the )?(.+?) to (?:the )?(.+?)(?:[?.,;]|$)")
+
+
+_TOTAL = re.compile(r"\b(?:total|all|overall|whole|entire)\b")
+
+
+_DAYS = re.compile(r"\bdays?\b")
+
+
+_INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\b(?:counting|including|include|includes|count) (?:both )?(?:the )?"
+                        r"(?:first|start(?:ing)?|start date) (?:day )?and (?:the )?(?:last|end(?:ing)?|end date)\b")
+
+
+_GROWTH = re.compile(r"(?:\bpercent(?:age)?|%)\s*(?:change|growth|increase|decrease|decline|drop|rise|fall)\b"
+                     r"|\bby what (?:percent(?:age)?\b|%)|\bgrowth rate\b|\brate of (?:growth|change)\b")
+
+
+_FIRST = re.compile(r"\b(?:its|their) first ([a-z]+)\b")
+
+
+_PERIODS = re.compile(r"\bfrom (\d{4}) to (\d{4})\b")
+
+
+_PER_ITEM = re.compile(r"\bon average, how many ([a-z][a-z ]*?) (?:does|do|did) (?:an?|each|every|one) (?:[a-z]+ )?"
+                       r"([a-z]+) (?:have|get|receive|contain|include|hold)\b"
+                       r"|\baverage number of ([a-z][a-z ]*?) (?:per|for each|for every) ([a-z]+)\b")
+
+
+_MONTH_TEXT = re.compile(r"\byyyy-mm\b(?!-dd)")
+
+
+_DISTINCT_COUNT = re.compile(r"\b(?:how many|number of|count(?: of)?)\s+(?:the\s+)?(?:distinct|different|unique)\s+"
+                             r"([a-z][a-z_]*)")
+
+
+_NUMBER_WORDS = {"zero": 0, "no": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+_ROUNDING = re.compile(r"\bround(?:ed|ing)?(?: off)? to (?:the nearest (?:whole number|integer)|(?:an? )?(?:whole "
+                       r"number|integer)|(\w+) decimals?(?: places?| digits?)?|(\w+) places?)"
+                       r"|\bto (\w+) decimal places?\b|\bto the nearest whole number\b")
+
+
+_CASE = re.compile(r"\bcase[- ]insensitiv|\b(?:without regard to|regardless of|ignoring|ignore|in any) (?:the )?"
+                   r"(?:letter )?case\b|\bmixed (?:letter )?case\b")
+
+
+Scale = Literal["ratio", "percent"]
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What the question's words settle about its answer's arithmetic."""
+
+    scale: Scale | None = None
+    divisor: str | None = None  # "the ratio of A to B": B's words
+    dividend: str | None = None  # and A's
+    fractional: bool = False
+    days: bool = False
+    inclusive: bool = False  # a number of days counts the first and the last day
+    first: str | None = None  # a number of days to "its first X": X's noun
+    growth: bool = False  # a percentage change: (new - base) / base
+    periods: tuple[str, str] | None = None  # a change "from 2023 to 2024": the base's year and the new one's
+    per_item: tuple[str, str] | None = None  # "how many X does a Y have", on average: (X, Y)
+    distinct: str | None = None  # the noun counted as distinct things ("customers")
+    month_text: bool = False  # a month is given as YYYY-MM text
+    rounding: int | None = None  # decimal places the answer is rounded to (0: a whole number)
+    case_insensitive: bool = False
+
+    @property
+    def any(self) -> bool:
+        return bool(self.scale or self.divisor or self.fractional or self.days or self.inclusive or self.first
+                    or self.growth
+                    or self.per_item or self.distinct or self.month_text or self.rounding is not None
+                    or self.case_insensitive)
+
+    def describe(self) -> list[str]:
+        """Each rule in words, for the report."""
+        said = {"ratio": "a ratio, not multiplied by 100", "percent": "a percentage: the ratio times 100"}
+        lines = [f"the answer is {said[self.scale]}"] if self.scale else []
+        if self.divisor:
+            lines.append(f'"the ratio of A to {self.divisor}" divides by {self.divisor}')
+        if self.fractional:
+            lines.append("the answer is a fraction: no division may truncate to an integer")
+        if self.days:
+            lines.append("a number of days is a difference of dates in the engine's date arithmetic")
+        if self.inclusive:
+            lines.append("the number of days counts the first and the last day (the difference plus 1)")
+        if self.first:
+            lines.append(f"\"its first {self.first}\" is the earliest {self.first} of each")
+        if self.growth:
+            lines.append("a change is the difference of the two values divided by the base")
+        if self.growth and self.periods:
+            lines.append(f"the change's base is {self.periods[0]}'s value, not the total of every period")
+        if self.per_item:
+            lines.append(f"an average number of {self.per_item[0]} per {self.per_item[1]} counts rows over "
+                         f"distinct {self.per_item[1]}s")
+        if self.distinct:
+            lines.append(f'"{self.distinct}" are counted once each (COUNT DISTINCT)')
+        if self.month_text:
+            lines.append("a month is given as YYYY-MM text, in one column")
+        if self.rounding is not None:
+            lines.append(f"the answer is rounded to {self.rounding} decimal places" if self.rounding
+                         else "the answer is rounded to a whole number")
+        if self.case_insensitive:
+            lines.append("text is compared with a value in one letter case (LOWER on both sides)")
+        return lines
+
+
+def read_rules(question: str) -> Rules:
+    """The rules ``question`` states (quoted values masked, so their words are not read as instructions)."""
+    text = normalize(question)
+    percent = bool(_PERCENT.search(text))
+    scale: Scale | None = "percent" if percent else "ratio" if _RATIO.search(text) else None
+    terms = _TO_TERMS.search(text)
+    divisor = terms.group(2).strip() if terms and not _TOTAL.search(terms.group(2)) else None
+    dividend = terms.group(1).strip() if terms and divisor else None
+    distinct = _DISTINCT_COUNT.search(text)
+    days = bool(_DAYS.search(text))
+    periods = _PERIODS.search(text)
+    first = _FIRST.search(text) if days else None
+    per = _PER_ITEM.search(text)
+    per_item = ((per.group(1) or per.group(3)).strip(), per.group(2) or per.group(4)) if per else None
+    return Rules(scale=scale, divisor=divisor, dividend=dividend, fractional=bool(_FRACTIONAL.search(text)), days=days,
+                 inclusive=days and bool(_INCLUSIVE.search(text)), first=first.group(1) if first else None,
+                 growth=bool(_GROWTH.search(text)),
+                 periods=(periods.group(1), periods.group(2)) if periods else None, per_item=per_item,
+                 distinct=distinct.group(1) if distinct else None, month_text=bool(_MONTH_TEXT.search(text)),
+                 rounding=_places(text), case_insensitive=bool(_CASE.search(text)))
+
+
+def _places(text: str) -> int | None:
+    """The decimal places "rounded to ..." asks for (0 for a whole number), or None when it asks for none or
+    names a number of places that cannot be read."""
+    found = _ROUNDING.search(text)
+    if found is None:
+        return None
+    word = next((group for group in found.groups() if group), None)
+    if word is None:
+        return 0
+    return int(word) if word.isdigit() else _NUMBER_WORDS.get(word)
