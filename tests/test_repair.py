@@ -315,6 +315,22 @@ def test_the_day_of_a_difference_of_dates_is_the_difference(typed_engine):
     assert rows == [(1, 2), (2, 6)] and report.candidates[0].attempts == []
 
 
+def test_rounding_a_double_to_places_is_rounding_a_numeric_on_postgresql(typed_engine):
+    """PostgreSQL has no ROUND(double precision, integer); DuckDB rounds a DOUBLE as written."""
+    engine = with_tables(typed_engine, "CREATE TABLE readings (id BIGINT, level FLOAT8)",
+                         "INSERT INTO readings VALUES (1, 1.234), (2, 2.345), (3, 3.0)")
+    broken = "SELECT ROUND(AVG(level), 2) FROM readings"
+    rows, report, model = repaired(engine, broken)
+    assert [float(value) for (value,) in rows] == [2.19]
+    if engine.dialect.name == "duckdb":
+        assert report.candidates[0].attempts == [] and report.sql == broken
+        return
+    assert_repaired(report, model, broken, "AVG(level) -> CAST(AVG(level) AS DECIMAL)",
+                    "(PostgreSQL rounds to decimal places only a NUMERIC)")
+    assert repaired(engine, "SELECT ROUND(CAST(AVG(level) AS NUMERIC), 2) FROM readings")[1].candidates[0] \
+        .attempts == []
+
+
 def test_a_join_of_text_with_a_number_casts_the_side_whose_values_convert(typed_engine):
     broken = "SELECT f.title, c.name FROM films AS f JOIN customers AS c ON f.code = c.id WHERE f.year = 2021"
     rows, report, model = repaired(typed_engine, broken)

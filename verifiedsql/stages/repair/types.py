@@ -1,6 +1,6 @@
 """Types, from the reflected column types and samples: date parts of columns that are not dates, the day of a
 difference of dates (a number already), text compared with numbers, string functions on non-text columns,
-number functions on text holding numbers."""
+number functions on text holding numbers, and PostgreSQL's rounding to decimal places (NUMERIC only)."""
 
 from __future__ import annotations
 
@@ -87,6 +87,8 @@ class TypeRepairs(PlannerBase):
                 found.append(Problem([option]))
             if (option := self._day_of_days(scope, node)) is not None:
                 found.append(Problem([option]))
+            if (option := self._round_places(scope, node)) is not None:
+                found.append(Problem([option]))
             if self.engine not in STRICT_TYPES:
                 continue
             compares = isinstance(node, COMPARISONS) \
@@ -154,6 +156,19 @@ class TypeRepairs(PlannerBase):
         description = (f"{target.sql(dialect=self.dialect)} -> {build().sql(dialect=self.dialect)} (a difference "
                        f"of dates is a number of days on {self.engine})")
         return Option(description, lambda: target.replace(build()), target)
+
+    def _round_places(self, scope: Scope, node: exp.Expr) -> Option | None:
+        """``ROUND(x, n)`` on PostgreSQL, which rounds to decimal places only a NUMERIC (``ROUND(double
+        precision, integer)`` does not exist): ``x`` cast to NUMERIC where it is not an integer, text or a
+        NUMERIC already."""
+        if self.engine != "postgresql" or not isinstance(node, exp.Round) or node.args.get("decimals") is None:
+            return None
+        argument = node.this
+        if isinstance(argument, exp.Cast) and argument.to.is_type(exp.DataType.Type.DECIMAL):
+            return None
+        if self._kind(scope, argument) in ("int", "text", "date", "bool"):
+            return None
+        return self._cast(argument, "NUMERIC", "PostgreSQL rounds to decimal places only a NUMERIC")
 
     def _a_date(self, scope: Scope, node: exp.Expr) -> bool:
         """A date without a time: a DATE column (by its reflected type), its MIN or MAX, or a cast to DATE."""
