@@ -8,7 +8,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from ...repair import date_part, day_of_year
-from .tree import Env, Finding, column_resolver, is_date_valued, render, select_outputs, uncast, unparen
+from .tree import Env, Finding, column_resolver, is_date_valued, render, select_outputs, unaliased, uncast, unparen
 from .words import Rules
 
 
@@ -104,10 +104,8 @@ def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         if len(keys) != 1 or len(dates) != 1 or read != {keys[0].name.lower(), *dates}:
             continue
         key, date = keys[0].this.copy(), next(iter(dates.values())).this.copy()
-        source = node.copy()
-        source.set("alias", None)
         earliest = exp.select(exp.column(key), exp.alias_(exp.Min(this=exp.column(date.copy())), date)) \
-            .from_(source).group_by(exp.column(key.copy()))
+            .from_(unaliased(node)).group_by(exp.column(key.copy()))
         derived = exp.Subquery(this=earliest, alias=exp.TableAlias(this=exp.to_identifier(node.alias_or_name)))
         before = render(node, env)
 

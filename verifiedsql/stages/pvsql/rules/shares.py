@@ -28,6 +28,7 @@ from .tree import (
     text_equality,
     times_hundreds,
     top_divisions,
+    unaliased,
     uncast,
     unparen,
     where_conjuncts,
@@ -147,11 +148,8 @@ def _stored_values(tree: exp.Select, column: exp.Column, env: Env) -> Sequence[o
         else (tables[0] if len(tables) == 1 else None)
     if node is None:
         return schema_column.samples
-    bare = exp.Table(this=node.this.copy())
-    for part in ("db", "catalog"):
-        if (qualifier := node.args.get(part)) is not None:
-            bare.set(part, qualifier.copy())
-    return env.values(bare, column.this if isinstance(column.this, exp.Identifier) else exp.to_identifier(column.name))
+    name = column.this if isinstance(column.this, exp.Identifier) else exp.to_identifier(column.name)
+    return env.values(unaliased(node), name)
 
 
 def ratio_terms(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:

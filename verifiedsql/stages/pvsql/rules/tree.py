@@ -310,3 +310,12 @@ def noun_column(tree: exp.Select, noun: str, env: Env) -> exp.Column | None:
     node, column = hits[0]
     qualifier = node.alias_or_name if len(clauses) > 1 else ""
     return exp.column(catalog.ident(column.name), table=exp.to_identifier(qualifier) if qualifier else None)
+
+
+def unaliased(node: exp.Table) -> exp.Table:
+    """The table ``node`` names, with its schema and catalog qualifiers and without its alias."""
+    bare = exp.Table(this=node.this.copy())
+    for part in ("db", "catalog"):
+        if (qualifier := node.args.get(part)) is not None:
+            bare.set(part, qualifier.copy())
+    return bare
