@@ -143,6 +143,16 @@ CASES = {
         "SELECT AVG(JULIANDAY(f.order_date) - JULIANDAY(c.signup_date)) FROM customers AS c JOIN (SELECT "
         "customer_id, MIN(order_date) AS order_date FROM orders GROUP BY customer_id) AS f "
         "ON f.customer_id = c.customer_id", ENGINES),
+    "days to every item, the items in the FROM": (
+        "On average, how many days after a customer signed up did their first order come?",
+        {"sqlite": "SELECT AVG(JULIANDAY(orders.order_date) - JULIANDAY(customers.signup_date)) FROM orders "
+                   "JOIN customers ON orders.customer_id = customers.customer_id",
+         **{engine: "SELECT AVG(orders.order_date - customers.signup_date) FROM orders "
+                    "JOIN customers ON orders.customer_id = customers.customer_id"
+            for engine in ("postgresql", "duckdb")}},
+        "SELECT AVG(JULIANDAY(f.order_date) - JULIANDAY(c.signup_date)) FROM customers AS c JOIN (SELECT "
+        "customer_id, MIN(order_date) AS order_date FROM orders GROUP BY customer_id) AS f "
+        "ON f.customer_id = c.customer_id", ENGINES),
     "rows counted for different things": (
         "How many different customers placed at least one order in 2024?",
         "SELECT COUNT(*) FROM orders WHERE order_date BETWEEN '2024-01-01' AND '2024-12-31'",

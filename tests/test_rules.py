@@ -44,6 +44,8 @@ def repaired(question: str, sql: str, engine: str = "sqlite") -> str:
     ("How many days passed between the first and the last order?", Rules(days=True)),
     ("How many days did the leave last, counting the first and the last day?", Rules(days=True, inclusive=True)),
     ("How many days, inclusive, did the leave last?", Rules(days=True, inclusive=True)),
+    ("How many days long was the leave, counting both its start and its end day?",
+     Rules(days=True, inclusive=True)),
     ("Count the leaves, including the first and the last.", Rules()),  # no days: nothing to count both ends of
     ("By what percentage did orders grow from 2022 to 2023?",
      Rules(scale="percent", fractional=True, growth=True, periods=("2022", "2023"))),
@@ -466,7 +468,18 @@ def test_days_to_the_first_item_read_its_earliest_date():
         "MIN(order_date) AS order_date FROM orders GROUP BY customer_id) AS o ON o.customer_id = c.customer_id")
 
 
+def test_days_to_the_first_item_read_its_earliest_date_when_it_is_the_from_table():
+    sql = ("SELECT AVG(JULIANDAY(orders.order_date) - JULIANDAY(customers.joined)) FROM orders "
+           "JOIN customers ON orders.customer_id = customers.customer_id")
+    assert repaired("How many days after it joined did the customer get its first order?", sql) == (
+        "SELECT AVG(JULIANDAY(orders.order_date) - JULIANDAY(customers.joined)) FROM (SELECT customer_id, "
+        "MIN(order_date) AS order_date FROM orders GROUP BY customer_id) AS orders "
+        "JOIN customers ON orders.customer_id = customers.customer_id")
+
+
 @pytest.mark.parametrize("sql", [
+    # no join: the orders are not read per owner
+    "SELECT JULIANDAY(MAX(order_date)) - JULIANDAY(MIN(order_date)) FROM orders",
     # the joined orders are read for more than their date and key
     "SELECT AVG(JULIANDAY(o.order_date) - JULIANDAY(c.joined)) FROM customers AS c JOIN orders AS o "
     "ON o.customer_id = c.customer_id WHERE o.status = 'delivered'",

@@ -83,20 +83,23 @@ def _day_differences(tree: exp.Expr, env: Env) -> list[exp.Expr]:
 
 
 def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
-    """A number of days to "its first X" that joins every X (``AVG(x.d - o.d) FROM o JOIN x ON x.k = o.k``):
-    the join reads X's earliest date per owner instead (``(SELECT k, MIN(d) AS d FROM x GROUP BY k) AS x``)."""
+    """A number of days to "its first X" that joins every X (``AVG(x.d - o.d) FROM o JOIN x ON x.k = o.k``, X
+    joined or in the FROM): the join reads X's earliest date per owner instead (``(SELECT k, MIN(d) AS d FROM x
+    GROUP BY k) AS x``)."""
     if not rules.first or not isinstance(tree, exp.Select) or tree.args.get("group"):
         return []
     noun = rules.first
     names = {noun, f"{noun}s", f"{noun}es", noun[:-1] + "ies" if noun.endswith("y") else noun}
     catalog = env.catalog()
     column_of = column_resolver(tree, env)
-    for join in tree.args.get("joins") or []:
-        node = join.this
+    joins = tree.args.get("joins") or []
+    conditions = [join.args.get("on") or exp.true() for join in joins]
+    from_ = tree.args.get("from_")
+    for node in [from_.this if joins and from_ is not None else None, *(join.this for join in joins)]:
         if not isinstance(node, exp.Table) or node.name.lower() not in names or catalog.table(node.name) is None:
             continue
         alias = node.alias_or_name.lower()
-        keys = [side for eq in (join.args.get("on") or exp.true()).find_all(exp.EQ)
+        keys = [side for on in conditions for eq in on.find_all(exp.EQ)
                 for side in (eq.this, eq.expression) if isinstance(side, exp.Column) and side.table.lower() == alias]
         dates = {c.name.lower(): c for output in select_outputs(tree) for c in output.find_all(exp.Column)
                  if c.table.lower() == alias and is_date_valued(c, env, column_of)}

@@ -27,8 +27,9 @@ _TOTAL = re.compile(r"\b(?:total|all|overall|whole|entire)\b")
 _DAYS = re.compile(r"\bdays?\b")
 
 
-_INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\b(?:counting|including|include|includes|count) (?:both )?(?:the )?"
-                        r"(?:first|start(?:ing)?|start date) (?:day )?and (?:the )?(?:last|end(?:ing)?|end date)\b")
+_INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\b(?:counting|including|include|includes|count) (?:both )?"
+                        r"(?:(?:the|its|their) )?(?:first|start(?:ing)?|start date) (?:day )?and "
+                        r"(?:(?:the|its|their) )?(?:last|end(?:ing)?|end date)\b")
 
 
 _GROWTH = re.compile(r"(?:\bpercent(?:age)?|%)\s*(?:change|growth|increase|decrease|decline|drop|rise|fall)\b"
