@@ -220,6 +220,14 @@ def test_a_mysql_function_is_written_in_the_engines_dialect(shop_engine):
     assert_repaired(report, model, broken, "DATE_FORMAT(joined, '%Y') -> ")
 
 
+def test_a_function_the_dialect_cannot_write_leaves_no_warning_on_stderr(caplog):
+    schema = Schema((Table("leaves", (Column("start_date", "DATE"), Column("end_date", "DATE"))),))
+    sql = "SELECT AVG(DATEDIFF(DAY, start_date, end_date)) FROM leaves"
+    with caplog.at_level("WARNING", logger="sqlglot"):
+        proposals(schema, "sqlite", "sqlite", sql, "no such function: DATEDIFF")
+    assert not [record for record in caplog.records if record.name.startswith("sqlglot")]
+
+
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
 def test_year_becomes_the_engines_date_part(engine_factory, dialect):
     from backends import load_shop

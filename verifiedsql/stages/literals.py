@@ -37,7 +37,7 @@ from ..guard.safety import parse_one_query
 from ..report import Candidate, LiteralCheck, LiteralOutcome
 from .common.catalog import Catalog, Source, distance, has, own_nodes, sources
 from .common.facts import date_like
-from .common.values import SCAN_ROWS, distinct_scan, holds_text
+from .common.values import LOOKUP_TIMEOUT_S, SCAN_ROWS, distinct_scan, holds_text, unaliased
 from .context import QuestionContext
 from .generate import CandidateRun, Execution, execute_candidate
 
@@ -45,7 +45,6 @@ MAX_LITERALS = 6  # distinct (column, literal) lookups per candidate
 MAX_LINKED = 6  # linked tables searched for one literal
 MAX_LINKED_COLUMNS = 12  # text columns of one linked table searched
 MIN_LEFT_S = 2.0  # with less of the question's time left, no literal is looked up
-LOOKUP_TIMEOUT_S = 5.0  # one lookup query (also capped by statement_timeout_s and the time left)
 VARIANT_ROWS = 20  # distinct values that a trimmed, lower-case lookup returns
 NEAR_VALUES = 200  # distinct values of the column held against the literal for near misses
 NEAR_LENGTH = 5  # literals at least this long may be matched within NEAR_EDITS edits
@@ -338,12 +337,7 @@ class LiteralChecker:
         """The FROM of a lookup: the source's table as the candidate wrote it (its schema qualifier kept), or
         ``table`` in the same schema."""
         assert source.node is not None
-        node = exp.Table(this=source.node.this.copy() if table is None
-                         else self.catalog.ident(self.catalog.bare(table)))
-        for part in ("db", "catalog"):
-            if (qualifier := source.node.args.get(part)) is not None:
-                node.set(part, qualifier.copy())
-        return node
+        return unaliased(source.node, None if table is None else self.catalog.ident(self.catalog.bare(table)))
 
     # ----------------------------------------------------------------------------- the outcomes
 

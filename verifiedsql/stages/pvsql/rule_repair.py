@@ -21,7 +21,7 @@ from sqlglot.errors import SqlglotError
 from ...config import Options
 from ...errors import QueryError, QueryTimeoutError, UnsafeSQLError
 from ...guard.safety import parse_one_query
-from ..common.values import distinct_scan
+from ..common.values import LOOKUP_TIMEOUT_S, distinct_scan
 from ..context import QuestionContext
 from ..generate import CandidateRun, Execution, execute_candidate
 from .rules import Env, Rules, problems, read_rules, repair
@@ -29,7 +29,6 @@ from .rules import Env, Rules, problems, read_rules, repair
 # what reading or rewriting an odd tree can raise: the candidate is then left as it is
 _READ_ERRORS = (SqlglotError, RecursionError, ValueError, KeyError, AttributeError, TypeError, IndexError)
 STORED_VALUES = 50  # distinct values of a column a rule reads ("the ratio of A to B": the value B names)
-LOOKUP_TIMEOUT_S = 5.0
 
 
 class ConstraintRepair:

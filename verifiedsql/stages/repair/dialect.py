@@ -7,7 +7,7 @@ import re
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
+from sqlglot.errors import ErrorLevel, SqlglotError
 
 from .problems import Option, PlannerBase, Problem
 
@@ -59,7 +59,9 @@ class FunctionRepairs(PlannerBase):
 
         try:
             preview = translated()
-            after = (preview or node).sql(dialect=self.dialect)
+            # a construct the dialect lacks is written as sqlglot can, without a warning on the user's stderr; the
+            # engine then refuses it and the next attempt goes on (raising here would change the recorded runs)
+            after = (preview or node).sql(dialect=self.dialect, unsupported_level=ErrorLevel.IGNORE)
         except (SqlglotError, RecursionError, ValueError):
             return None
         if not after or after == before and preview is None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
+from sqlglot.errors import ErrorLevel, SqlglotError
 
 from ...db.schema import Schema
 from ..common.catalog import Catalog
@@ -150,7 +150,9 @@ def _attached(node: exp.Expr, tree: exp.Expr) -> bool:
 
 
 def _render(tree: exp.Expr, dialect: str) -> str:
+    """The repaired SQL in ``dialect``; a construct the dialect lacks is written as sqlglot can, without a warning
+    on the user's stderr (the engine then refuses it)."""
     try:
-        return tree.sql(dialect=dialect)
+        return tree.sql(dialect=dialect, unsupported_level=ErrorLevel.IGNORE)
     except SqlglotError:
         return ""

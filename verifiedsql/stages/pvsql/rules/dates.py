@@ -7,8 +7,9 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from ...common.values import unaliased
 from ...repair import date_part, day_of_year
-from .tree import Env, Finding, column_resolver, is_date_valued, render, select_outputs, unaliased, uncast, unparen
+from .tree import Env, Finding, column_resolver, is_date_valued, render, select_outputs, uncast, unparen
 from .words import Rules
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
+from ...common.values import unaliased
 from .tree import (
     Env,
     Finding,
@@ -28,7 +29,6 @@ from .tree import (
     text_equality,
     times_hundreds,
     top_divisions,
-    unaliased,
     uncast,
     unparen,
     where_conjuncts,

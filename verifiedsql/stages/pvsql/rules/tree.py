@@ -312,10 +312,3 @@ def noun_column(tree: exp.Select, noun: str, env: Env) -> exp.Column | None:
     return exp.column(catalog.ident(column.name), table=exp.to_identifier(qualifier) if qualifier else None)
 
 
-def unaliased(node: exp.Table) -> exp.Table:
-    """The table ``node`` names, with its schema and catalog qualifiers and without its alias."""
-    bare = exp.Table(this=node.this.copy())
-    for part in ("db", "catalog"):
-        if (qualifier := node.args.get(part)) is not None:
-            bare.set(part, qualifier.copy())
-    return bare
