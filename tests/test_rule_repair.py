@@ -119,6 +119,11 @@ CASES = {
          DAYS_TO_SHIP.items()},
         "SELECT AVG(JULIANDAY(ship_date) - JULIANDAY(order_date) + 1) FROM orders WHERE ship_date IS NOT NULL",
         ENGINES),
+    "days subtracted the wrong way round": (
+        "On average, how many days after an order was placed was it shipped?",
+        {"sqlite": "SELECT AVG(JULIANDAY(order_date) - JULIANDAY(ship_date)) FROM orders",
+         **{engine: "SELECT AVG(order_date - ship_date) FROM orders" for engine in ("postgresql", "duckdb")}},
+        "SELECT AVG(JULIANDAY(ship_date) - JULIANDAY(order_date)) FROM orders", ENGINES),
     "growth as new over base": (
         "By what percentage did the number of orders grow from 2022 to 2023?",
         f"SELECT {ORDERS_IN.format(2023)} * 100.0 / {ORDERS_IN.format(2022)} FROM orders",

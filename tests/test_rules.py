@@ -490,3 +490,48 @@ def test_days_to_the_first_item_read_its_earliest_date_when_it_is_the_from_table
 def test_days_to_the_first_item_left_alone(sql):
     question = "How many days after it joined did the customer get its first order?"
     assert fixed(question, sql) == (sql, [])
+
+
+@pytest.mark.parametrize(("question", "span"), [
+    ("On average, how many days after an order was placed was it shipped?", ("an order was placed", "it shipped")),
+    ("How many days before 2024-12-31 was the last order?", ("the last order", "2024-12-31")),
+    ("On average, how many days did shipping take, from order date to ship date?", ("order date", "ship date")),
+    ("How many days passed between the first and the last order?", None),
+    ("How many orders were placed from Lyon to Paris?", None),  # no days: no span read
+])
+def test_the_span_of_a_number_of_days_is_read(question, span):
+    assert read_rules(question).span == span
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("sqlite", "SELECT AVG(JULIANDAY(order_date) - JULIANDAY(ship_date)) FROM orders",
+     "SELECT AVG(JULIANDAY(ship_date) - JULIANDAY(order_date)) FROM orders"),
+    ("postgresql", "SELECT AVG(order_date - ship_date) FROM orders",
+     "SELECT AVG(ship_date - order_date) FROM orders"),
+    ("duckdb", "SELECT AVG(DATE_DIFF('DAY', ship_date, order_date)) FROM orders",
+     "SELECT AVG(DATE_DIFF('DAY', order_date, ship_date)) FROM orders"),
+])
+def test_days_from_one_date_to_another_subtract_the_earlier(engine, sql, expected):
+    question = "On average, how many days after the order date was the ship date?"
+    assert repaired(question, sql, engine) == expected
+
+
+def test_days_before_a_given_date_subtract_from_it():
+    sql = "SELECT JULIANDAY(MAX(order_date)) - JULIANDAY('2024-12-31') FROM orders"
+    assert repaired("How many days before 2024-12-31 was the last order?", sql) == (
+        "SELECT JULIANDAY('2024-12-31') - JULIANDAY(MAX(order_date)) FROM orders")
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    # already the later minus the earlier
+    ("On average, how many days after the order date was the ship date?",
+     "SELECT AVG(JULIANDAY(ship_date) - JULIANDAY(order_date)) FROM orders"),
+    # both ends read one column: which is later is the SQL's MAX and MIN, not the words
+    ("How many days after the earliest order date was the latest order date?",
+     "SELECT JULIANDAY(MIN(order_date)) - JULIANDAY(MAX(order_date)) FROM orders"),
+    # a phrase that names both dates says nothing of their order
+    ("How many days after the order and ship date was the order date?",
+     "SELECT AVG(JULIANDAY(order_date) - JULIANDAY(ship_date)) FROM orders"),
+])
+def test_days_whose_order_the_words_do_not_settle_are_left_alone(question, sql):
+    assert fixed(question, sql) == (sql, [])

@@ -17,6 +17,8 @@
   ``STRFTIME('%j', end) - STRFTIME('%j', start)``), nor on SQLite a difference of date text (which subtracts
   the years);
 - **first**: a number of days to "its first X" reads X's earliest date per owner, not every X's date;
+- **direction**: "how many days after A did B" (or "days before A was B", "days from A to B") subtracts the
+  earlier date from the later, not the other way round;
 - **inclusive**: "counting the first and the last day" (or "inclusive") adds 1 to a difference of dates;
 - **growth**: a percentage change ("by what percentage did X grow", "the percentage change from A to B")
   divides the difference of the two values by the base, not the new value alone;
@@ -45,7 +47,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .changes import growth, growth_base
-from .dates import days, first, inclusive, month_text
+from .dates import days, direction, first, inclusive, month_text
 from .forms import distinct, integer_division, letter_case, rounding
 from .shares import divisor, group_share, per_item, ratio_terms, scale, whole
 from .tree import Env, Finding, Rule, ValueReader
@@ -54,12 +56,13 @@ from .words import Rules, read_rules
 __all__ = ["RULES", "Env", "Finding", "Rules", "ValueReader", "findings", "problems", "read_rules", "repair"]
 
 RULES: tuple[Rule, ...] = (scale, divisor, ratio_terms, whole, group_share, growth_base, growth, per_item,
-                          integer_division, days, first, inclusive, distinct, month_text, rounding, letter_case)
+                          integer_division, days, first, direction, inclusive, distinct, month_text, rounding,
+                          letter_case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
 divisor and the rows each side of a ratio or a share counts, the change over a base (the first period's),
-the average number of things per owner, integer division, days (to the first of several, then both ends of
-them) and distinct counts, a month as text; the rounding last of the arithmetic, then the letter case of
-comparisons."""
+the average number of things per owner, integer division, days (to the first of several, the later date minus
+the earlier, then both ends of them) and distinct counts, a month as text; the rounding last of the arithmetic,
+then the letter case of comparisons."""
 
 
 def findings(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:

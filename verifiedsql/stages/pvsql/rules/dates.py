@@ -3,6 +3,7 @@ both ends counted where asked; a month as YYYY-MM text."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from sqlglot import exp
@@ -118,6 +119,59 @@ def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         return [Finding(f'the question asks for days to "its first {noun}", but the SQL reads every {noun}\'s '
                         f"{date.name}", f"{before} -> {render(derived, env)} (the earliest {noun} of each)", apply)]
     return []
+
+
+_NO_STEM = {"date", "dates", "day", "days", "time", "times", "timestamp", "the", "its", "their", "with", "from"}
+
+
+def _words(text: str) -> set[str]:
+    """The words of ``text`` (or a name's parts) of four letters or more that say more than "date"."""
+    return {word for word in re.split(r"[^a-z0-9]+", text.lower()) if len(word) >= 4 and word not in _NO_STEM}
+
+
+def _alike(a: str, b: str) -> bool:
+    """One word a form of the other: one begins the other (``ship``, ``shipped``), or they share five letters
+    (``cancelled``, ``cancellation``)."""
+    return a.startswith(b) or b.startswith(a) or a[:5] == b[:5]
+
+
+def _named_by(side: exp.Expr, words: str) -> bool:
+    """Whether ``words`` name the date ``side`` reads: a part of its one column's name is a form of one of them
+    (``created_on``: "an account was created"), or its one date literal is among them."""
+    columns = {c.name.lower() for c in side.find_all(exp.Column)}
+    if columns:
+        return len(columns) == 1 and any(_alike(part, word) for part in _words(next(iter(columns)))
+                                         for word in _words(words))
+    literals = [node for node in side.find_all(exp.Literal) if node.is_string]
+    return len(literals) == 1 and literals[0].name.lower() in words
+
+
+def direction(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"How many days after A did B" (or "before B was A", "from A to B"): a difference of dates that subtracts
+    B's date from A's is turned round, B's minus A's. Only where each side's date is named by one phrase alone."""
+    if not rules.span:
+        return []
+    earlier, later = rules.span
+    found = []
+    for difference in _day_differences(tree, env):
+        first_side, second_side = difference.this, difference.expression  # DATE_DIFF: this is the end, too
+        backwards = (_named_by(first_side, earlier) and not _named_by(first_side, later)
+                     and _named_by(second_side, later) and not _named_by(second_side, earlier))
+        if not backwards:
+            continue
+        before = render(difference, env)
+
+        def apply(difference: exp.Expr = difference) -> None:
+            this, other = difference.this, difference.expression
+            difference.set("this", other)
+            difference.set("expression", this)
+        turned = difference.copy()
+        turned.set("this", difference.expression.copy())
+        turned.set("expression", difference.this.copy())
+        found.append(Finding(f'the question counts days from "{earlier}" to "{later}", but {before} subtracts the '
+                             "later date from the earlier", f"{before} -> {render(turned, env)} (the later date "
+                             "minus the earlier)", apply))
+    return found
 
 
 def _plus_one(node: exp.Expr) -> bool:

@@ -39,6 +39,10 @@ _GROWTH = re.compile(r"(?:\bpercent(?:age)?|%)\s*(?:change|growth|increase|decre
 _FIRST = re.compile(r"\b(?:its|their) first ([a-z]+)\b")
 
 
+_AFTER = re.compile(r"\bdays? (after|since|before) (.+) (?:did|does|do|was|were|is|are|had|has) (.+?)(?:[?.,;]|$)")
+_FROM_TO = re.compile(r"\bfrom (.+?) (?:to|until|till) (.+?)(?:[?.,;]|$)")
+
+
 _PERIODS = re.compile(r"\bfrom (\d{4}) to (\d{4})\b")
 
 
@@ -80,6 +84,7 @@ class Rules:
     days: bool = False
     inclusive: bool = False  # a number of days counts the first and the last day
     first: str | None = None  # a number of days to "its first X": X's noun
+    span: tuple[str, str] | None = None  # a number of days from A to B: (A's words, B's words), B the later
     growth: bool = False  # a percentage change: (new - base) / base
     periods: tuple[str, str] | None = None  # a change "from 2023 to 2024": the base's year and the new one's
     per_item: tuple[str, str] | None = None  # "how many X does a Y have", on average: (X, Y)
@@ -109,6 +114,8 @@ class Rules:
             lines.append("the number of days counts the first and the last day (the difference plus 1)")
         if self.first:
             lines.append(f"\"its first {self.first}\" is the earliest {self.first} of each")
+        if self.span:
+            lines.append(f'the days run from "{self.span[0]}" to "{self.span[1]}": the later date minus the earlier')
         if self.growth:
             lines.append("a change is the difference of the two values divided by the base")
         if self.growth and self.periods:
@@ -140,14 +147,25 @@ def read_rules(question: str) -> Rules:
     days = bool(_DAYS.search(text))
     periods = _PERIODS.search(text)
     first = _FIRST.search(text) if days else None
+    span = _span(text) if days else None
     per = _PER_ITEM.search(text)
     per_item = ((per.group(1) or per.group(3)).strip(), per.group(2) or per.group(4)) if per else None
     return Rules(scale=scale, divisor=divisor, dividend=dividend, fractional=bool(_FRACTIONAL.search(text)), days=days,
-                 inclusive=days and bool(_INCLUSIVE.search(text)), first=first.group(1) if first else None,
+                 inclusive=days and bool(_INCLUSIVE.search(text)), first=first.group(1) if first else None, span=span,
                  growth=bool(_GROWTH.search(text)),
                  periods=(periods.group(1), periods.group(2)) if periods else None, per_item=per_item,
                  distinct=distinct.group(1) if distinct else None, month_text=bool(_MONTH_TEXT.search(text)),
                  rounding=_places(text), case_insensitive=bool(_CASE.search(text)))
+
+
+def _span(text: str) -> tuple[str, str] | None:
+    """(the earlier date's words, the later's) of "how many days after A did B", "days before A was B" (A the
+    later) or "days from A to B"; None when the question says neither."""
+    after = _AFTER.search(text)
+    if after:
+        return (after.group(2), after.group(3)) if after.group(1) != "before" else (after.group(3), after.group(2))
+    span = _FROM_TO.search(text)
+    return (span.group(1), span.group(2)) if span else None
 
 
 def _places(text: str) -> int | None:
