@@ -422,6 +422,27 @@ def test_a_change_over_every_period_divides_by_the_first(engine, year):
     assert repaired(GROWTH, sql, engine) == expected
 
 
+@pytest.mark.parametrize(("engine", "year"), [("sqlite", "STRFTIME('%Y', order_date) = '{}'"),
+                                             ("postgresql", "EXTRACT(YEAR FROM order_date) = {}")])
+def test_a_change_in_a_count_over_every_row_divides_by_the_first_periods_count(engine, year):
+    new, base = (f"SUM(CASE WHEN {year.format(y)} THEN 1 ELSE 0 END)" for y in (2023, 2022))
+    question = "By what percentage did the number of orders grow from 2022 to 2023?"
+    sql = f"SELECT ({new} - COUNT(*)) * 100.0 / COUNT(*) FROM orders"
+    assert repaired(question, sql, engine) == f"SELECT ({new} - {base}) * 100.0 / {base} FROM orders"
+
+
+@pytest.mark.parametrize("sql", [
+    # a count of distinct things is not the total of the period's rows
+    "SELECT (SUM(CASE WHEN STRFTIME('%Y', order_date) = '2023' THEN 1 ELSE 0 END) - COUNT(DISTINCT customer_id)) "
+    "* 100.0 / COUNT(DISTINCT customer_id) FROM orders",
+    # the period's value is a sum, not a count of its rows
+    "SELECT (SUM(CASE WHEN STRFTIME('%Y', order_date) = '2023' THEN order_id ELSE 0 END) - COUNT(*)) * 100.0 / "
+    "COUNT(*) FROM orders",
+])
+def test_a_change_in_a_count_left_alone(sql):
+    assert fixed("By what percentage did the number of orders grow from 2022 to 2023?", sql) == (sql, [])
+
+
 @pytest.mark.parametrize("sql", [
     "SELECT SUM(CASE WHEN STRFTIME('%Y', order_date) = '2024' THEN price ELSE 0 END) * 100.0 / "
     "SUM(CASE WHEN STRFTIME('%Y', order_date) = '2023' THEN price ELSE 0 END) - 100 "

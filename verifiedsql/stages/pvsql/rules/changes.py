@@ -64,9 +64,21 @@ def _year_condition(condition: exp.Expr, year: str) -> bool:
     return False
 
 
+def _total_of(case: exp.Expr, base: exp.Expr, env: Env) -> bool:
+    """Whether ``base`` totals over every period what ``case`` (``CASE WHEN year = Y THEN v ELSE 0 END``) takes
+    for one: ``SUM(v)``, or for a count of the period's rows (``THEN 1``) the count of every row."""
+    taken = unparen(case.args["ifs"][0].args["true"])
+    if isinstance(base, exp.Sum):
+        return base.find(exp.Case) is None and render(taken, env) == render(base.this, env)
+    counted = unparen(base.this) if isinstance(base, exp.Count) else None
+    return (counted is not None and isinstance(counted, (exp.Star, exp.Literal)) and isinstance(taken, exp.Literal)
+            and not taken.is_string and taken.to_py() == 1)
+
+
 def growth_base(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     """A change "from X to Y" computed over a base that is the total of every period (``SUM(CASE WHEN year = Y
-    THEN v ELSE 0 END) / SUM(v)``): the base becomes X's value (the same CASE with X's year)."""
+    THEN v ELSE 0 END) / SUM(v)``, or ``COUNT(*)`` for a count of Y's rows): the base becomes X's value (the same
+    CASE with X's year)."""
     if not (rules.growth and rules.periods) or not isinstance(tree, exp.Select) or tree.args.get("group"):
         return []
     base_year, new_year = rules.periods
@@ -78,20 +90,19 @@ def growth_base(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         if len(divisions) != 1:
             continue
         base = divided_value(divisions[0].expression)
-        if not isinstance(base, exp.Sum) or base.find(exp.Case) is not None:
+        if not isinstance(base, (exp.Sum, exp.Count)):
             continue
         new = [s for s in outside_subqueries(output, exp.Sum) if isinstance(s, exp.Sum) and sum_condition(s) is not None
                and _year_condition(sum_condition(s), new_year)]  # type: ignore[arg-type]
         if len(new) != 1 or render(divided_value(new[0]), env) == render(base, env):
             continue
-        case = unparen(new[0].this)
-        if render(case.args["ifs"][0].args["true"], env) != render(base.this, env):
+        if not _total_of(unparen(new[0].this), base, env):
             continue
         rebuilt = new[0].copy()
         for literal in rebuilt.find_all(exp.Literal):
             if literal.name == new_year and literal.find_ancestor(exp.EQ) is not None:
                 literal.replace(exp.Literal(this=base_year, is_string=literal.is_string))
-        totals = [s for s in outside_subqueries(output, exp.Sum) if render(s, env) == render(base, env)]
+        totals = [s for s in outside_subqueries(output, type(base)) if render(s, env) == render(base, env)]
         before = render(base, env)
 
         def apply(totals: list[exp.Expr] = totals, rebuilt: exp.Expr = rebuilt) -> None:
