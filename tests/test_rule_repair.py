@@ -32,6 +32,8 @@ DAYS_TO_SHIP = {"sqlite": "JULIANDAY(ship_date) - JULIANDAY(order_date)", "postg
 ORDERS_IN = "SUM(CASE WHEN order_date BETWEEN '{0}-01-01' AND '{0}-12-31' THEN 1 ELSE 0 END)"
 YEAR_IS = {"sqlite": "STRFTIME('%Y', o.order_date) = '{0}'", "postgresql": "EXTRACT(YEAR FROM o.order_date) = {0}",
            "duckdb": "EXTRACT(YEAR FROM o.order_date) = {0}"}
+ORDERS_YEAR = {engine: "SUM(CASE WHEN " + year.replace("o.", "") + " THEN 1 ELSE 0 END)"
+               for engine, year in YEAR_IS.items()}  # the orders of one year, counted
 REVENUE_IN = ("SUM(CASE WHEN o.order_date BETWEEN '{0}-01-01' AND '{0}-12-31' THEN oi.quantity * oi.unit_price "
               "ELSE 0 END)")
 ITEMS = "FROM order_items AS oi JOIN orders AS o ON o.order_id = oi.order_id"
@@ -127,6 +129,12 @@ CASES = {
     "growth as new over base": (
         "By what percentage did the number of orders grow from 2022 to 2023?",
         f"SELECT {ORDERS_IN.format(2023)} * 100.0 / {ORDERS_IN.format(2022)} FROM orders",
+        f"SELECT 100.0 * ({ORDERS_IN.format(2023)} - {ORDERS_IN.format(2022)}) / {ORDERS_IN.format(2022)} "
+        "FROM orders", ENGINES),
+    "growth of a count over every row": (
+        "By what percentage did the number of orders grow from 2022 to 2023?",
+        {engine: f"SELECT ({ORDERS_YEAR[engine].format(2023)} - COUNT(*)) * 100.0 / COUNT(*) FROM orders"
+         for engine in ENGINES},
         f"SELECT 100.0 * ({ORDERS_IN.format(2023)} - {ORDERS_IN.format(2022)}) / {ORDERS_IN.format(2022)} "
         "FROM orders", ENGINES),
     "growth over every period": (
