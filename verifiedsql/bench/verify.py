@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,9 +146,13 @@ TIER_TABLES = {
                                         "questions):"),
     "1.5b": ("self-consistency+repair+literals", "five candidates in agreement:"),
 }
-# the calibrated confidence (bench calibrate), on the stages replays: run of STAGES_RUNS -> the seeds of its rows
+# the calibrated confidence (bench calibrate), on the default pipeline's replay: model -> (cache folder, the
+# folders under it whose caches are merged into the copy, the seeds of its rows). The 1.5B's questions 121-200
+# were recorded (greedy, self-consistency, default) into a folder of their own, so that the run's other tables,
+# whose optional stages were recorded on the first 120 only, keep their questions.
 CALIBRATION_PAGE = "calibration.md"
-CALIBRATION_SEEDS = {"0.5b": (0, 1, 2), "1.5b": (0, 1, 2)}
+CALIBRATION_RUNS = {"0.5b": ("spider-sqlite-0.5b-n200", (), (0, 1, 2)),
+                    "1.5b": ("spider-sqlite-1.5b-n200", ("questions-121-200",), (0, 1, 2))}
 # cache folder of EXPECTED -> (the strategy rated, the words above its tier table on the run's page)
 OTHER_ENGINE_TIERS = {"spider-postgresql-0.5b-n200": ("default", "The tiers of `default` on PostgreSQL")}
 # cache folder of EXPECTED -> (the strategy rated, the words above its table): the library's tier rule as it is
@@ -338,10 +343,18 @@ class Replays:
     def _folder(self, label: str) -> Path:
         return Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.scratch))
 
-    def _copy_cache(self, name: str, folder: Path) -> Path:
-        """A copy of the committed cache: a replay opens it in WAL mode and must not touch the committed file."""
+    def _copy_cache(self, name: str, folder: Path, later: tuple[str, ...] = ()) -> Path:
+        """A copy of the committed cache: a replay opens it in WAL mode and must not touch the committed file.
+        The caches of the ``later`` folders under the run's (questions recorded apart) are merged into the copy."""
         cache = folder / "llm-cache.sqlite"
-        shutil.copy(self.root / "benchmarks" / "runs" / name / "llm-cache.sqlite", cache)
+        run = self.root / "benchmarks" / "runs" / name
+        shutil.copy(run / "llm-cache.sqlite", cache)
+        with closing(sqlite3.connect(cache)) as conn, conn:
+            for part in later:
+                conn.execute("ATTACH DATABASE ? AS later", (str(run / part / "llm-cache.sqlite"),))
+                conn.execute("INSERT OR IGNORE INTO responses SELECT * FROM later.responses")
+                conn.commit()
+                conn.execute("DETACH DATABASE later")
         return cache
 
     def _run(self, argv: list[str], cwd: Path) -> str:
@@ -365,16 +378,17 @@ class Replays:
             return Replay(stdout, folder / "results")
         return self._once(("documented", name), make)
 
-    def spider(self, name: str, model: str, strategies: str, n: int = 200) -> Replay:
-        """``bench spider`` on SQLite, replayed from a copy of ``benchmarks/runs/<name>``'s cache."""
+    def spider(self, name: str, model: str, strategies: str, n: int = 200, later: tuple[str, ...] = ()) -> Replay:
+        """``bench spider`` on SQLite, replayed from a copy of ``benchmarks/runs/<name>``'s cache (and its
+        ``later`` folders')."""
         def make() -> Replay:
             folder = self._folder(name)
-            cache = self._copy_cache(name, folder)
+            cache = self._copy_cache(name, folder, later)
             stdout = self._run(["-m", "verifiedsql.cli", "bench", "spider", "-n", str(n), "--model", model,
                                 "--replay", "--cache", str(cache), "--strategies", strategies,
                                 "--out", str(folder / "out"), "--data", str(self.data), "--quiet"], folder)
             return Replay(stdout, folder / "out")
-        return self._once(("spider", name, model, strategies, n), make)
+        return self._once(("spider", name, model, strategies, n, later), make)
 
     def scope(self, name: str, strategies: str | None = None) -> Replay:
         """``bench scope`` replayed from a copy of ``benchmarks/runs/<name>``'s cache."""
@@ -568,10 +582,11 @@ def check_calibration_table(run: str) -> Callable[[Docs, Replays], None]:
     def run_check(docs: Docs, replays: Replays) -> None:
         from .calibrate import calibrate, table_row
 
-        records = load_jsonl(replays.stages(run).records())
+        folder, later, seeds = CALIBRATION_RUNS[run]
+        records = load_jsonl(replays.spider(folder, run, "default", 200, later).records())
         model = next(str(r["model"]) for r in records if r.get("model"))
         printed = [table_row(calibrate(records, "default", model, seed, use_stop=stop)[1])
-                   for stop in (True, False) for seed in CALIBRATION_SEEDS[run]]
+                   for stop in (True, False) for seed in seeds]
         stated = [line for line in docs.page(CALIBRATION_PAGE).splitlines() if line.startswith(f"| {model} |")]
         expect(printed and stated == printed, (stated, printed))
     return run_check
@@ -638,7 +653,7 @@ def checks() -> list[Check]:
               for run in STAGES_RUNS]
     found += [Check(f"tier table {run}", check_tier_table(run)) for run in TIER_TABLES]
     found += [Check(f"tier table {name}", check_other_engine_tiers(name)) for name in OTHER_ENGINE_TIERS]
-    found += [Check(f"calibration table {run}", check_calibration_table(run)) for run in CALIBRATION_SEEDS]
+    found += [Check(f"calibration table {run}", check_calibration_table(run)) for run in CALIBRATION_RUNS]
     found += [Check(f"library rule tiers {name}", check_library_rule_tiers(name)) for name in LIBRARY_RULE_TIERS]
     found += [Check(f"scope table {name}", check_scope_table(name)) for name in SCOPE_RUNS]
     found += [Check("scope check in scope, and its fit", check_scope_in_scope_and_fit),
