@@ -349,6 +349,8 @@ class Replays:
         cache = folder / "llm-cache.sqlite"
         run = self.root / "benchmarks" / "runs" / name
         shutil.copy(run / "llm-cache.sqlite", cache)
+        if not later:
+            return cache
         with closing(sqlite3.connect(cache)) as conn, conn:
             for part in later:
                 conn.execute("ATTACH DATABASE ? AS later", (str(run / part / "llm-cache.sqlite"),))

@@ -11,6 +11,7 @@ from .tree import (
     Env,
     Finding,
     divided_value,
+    is_number,
     outside_subqueries,
     render,
     select_outputs,
@@ -71,8 +72,7 @@ def _total_of(case: exp.Expr, base: exp.Expr, env: Env) -> bool:
     if isinstance(base, exp.Sum):
         return base.find(exp.Case) is None and render(taken, env) == render(base.this, env)
     counted = unparen(base.this) if isinstance(base, exp.Count) else None
-    return (counted is not None and isinstance(counted, (exp.Star, exp.Literal)) and isinstance(taken, exp.Literal)
-            and not taken.is_string and taken.to_py() == 1)
+    return isinstance(counted, (exp.Star, exp.Literal)) and is_number(taken, 1)
 
 
 def growth_base(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:

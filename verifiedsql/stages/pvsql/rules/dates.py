@@ -10,7 +10,7 @@ from sqlglot import exp
 
 from ...common.values import unaliased
 from ...repair import date_part, day_of_year
-from .tree import Env, Finding, column_resolver, is_date_valued, render, select_outputs, uncast, unparen
+from .tree import Env, Finding, column_resolver, is_date_valued, is_number, render, select_outputs, uncast, unparen
 from .words import Rules
 
 
@@ -121,7 +121,7 @@ def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     return []
 
 
-_NO_STEM = {"date", "dates", "day", "days", "time", "times", "timestamp", "the", "its", "their", "with", "from"}
+_NO_STEM = {"date", "dates", "days", "time", "times", "timestamp", "their", "with", "from"}  # four letters or more
 
 
 def _words(text: str) -> set[str]:
@@ -159,15 +159,13 @@ def direction(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
                      and _named_by(second_side, later) and not _named_by(second_side, earlier))
         if not backwards:
             continue
-        before = render(difference, env)
-
-        def apply(difference: exp.Expr = difference) -> None:
-            this, other = difference.this, difference.expression
-            difference.set("this", other)
-            difference.set("expression", this)
         turned = difference.copy()
         turned.set("this", difference.expression.copy())
         turned.set("expression", difference.this.copy())
+        before = render(difference, env)
+
+        def apply(difference: exp.Expr = difference, turned: exp.Expr = turned) -> None:
+            difference.replace(turned.copy())
         found.append(Finding(f'the question counts days from "{earlier}" to "{later}", but {before} subtracts the '
                              "later date from the earlier", f"{before} -> {render(turned, env)} (the later date "
                              "minus the earlier)", apply))
@@ -181,8 +179,7 @@ def _plus_one(node: exp.Expr) -> bool:
         child, parent = parent, parent.parent
     if not isinstance(parent, exp.Add):
         return False
-    other = unparen(parent.expression if parent.this is child else parent.this)
-    return isinstance(other, exp.Literal) and not other.is_string and other.to_py() == 1
+    return is_number(parent.expression if parent.this is child else parent.this, 1)
 
 
 def inclusive(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:

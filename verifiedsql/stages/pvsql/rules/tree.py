@@ -310,5 +310,3 @@ def noun_column(tree: exp.Select, noun: str, env: Env) -> exp.Column | None:
     node, column = hits[0]
     qualifier = node.alias_or_name if len(clauses) > 1 else ""
     return exp.column(catalog.ident(column.name), table=exp.to_identifier(qualifier) if qualifier else None)
-
-
