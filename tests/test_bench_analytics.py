@@ -8,6 +8,7 @@ import json
 import shutil
 import sqlite3
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from verifiedsql.bench.analytics import (
     split,
 )
 from verifiedsql.bench.engines import load_postgres
-from verifiedsql.bench.scoring import run_gold
+from verifiedsql.bench.scoring import integers_read, matches, run_gold
 from verifiedsql.bench.stages import load_records, stage_rows
 from verifiedsql.cli import main
 from verifiedsql.errors import ConfigurationError
@@ -34,6 +35,7 @@ from verifiedsql.llm.models import MODELS
 from verifiedsql.results import ResultSet, results_equivalent
 
 SET = Path(__file__).resolve().parents[1] / "benchmarks" / "analytics"
+HELD_OUT = SET.parent / "analytics-heldout"  # date questions written after the rules, over the same databases
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +76,15 @@ def _rows(conn: sa.Connection, sql: str) -> ResultSet:
     return ResultSet(tuple(result.keys()), tuple(tuple(row) for row in result))
 
 
+def test_the_held_out_set_reads_the_same_databases():
+    held_out = load_set(HELD_OUT)
+    assert len(held_out) >= 14 and {q.kind for q in held_out} == {"date"}
+    assert not {q.id for q in held_out} & {q.id for q in load_set(SET)}
+    assert load_generator(HELD_OUT).build.__code__.co_code == load_generator(SET).build.__code__.co_code
+
+
 def test_every_gold_runs_on_sqlite_and_postgresql_alike(questions, data, postgres_url):
+    questions = [*questions, *load_set(HELD_OUT)]
     admin = sa.create_engine(postgres_url, poolclass=sa.NullPool)
     for db in sorted({q.db_id for q in questions}):
         load_postgres(admin, data / "postgres" / f"{db}.sql", db)
@@ -93,6 +103,20 @@ def test_every_gold_runs_on_sqlite_and_postgresql_alike(questions, data, postgre
                 assert results_equivalent(on_postgres, gold.result, ordered=gold.ordered), question.id
         engine.dispose()
         lite.close()
+
+
+def test_a_year_as_a_number_matches_the_gold_s_text_only_where_the_gold_says_so(data):
+    lite = sqlite3.connect(data / "database" / "dining" / "dining.sqlite")
+    gold = run_gold(lite, "SELECT SUBSTR(CAST(opened_on AS TEXT), 1, 4), COUNT(*) FROM restaurants "
+                          "GROUP BY SUBSTR(CAST(opened_on AS TEXT), 1, 4)")
+    as_numbers = ResultSet(("year", "n"), tuple((int(y), n) for y, n in gold.result.rows))
+    assert not matches(as_numbers, gold)  # Spider's grading: values as they are
+    lenient = replace(gold, text_integers=True)
+    assert matches(as_numbers, lenient) and matches(gold.result, lenient)
+    off_by_one = ResultSet(("year", "n"), tuple((int(y) + 1, n) for y, n in gold.result.rows))
+    assert not matches(off_by_one, lenient)
+    assert integers_read(ResultSet(("a",), (("03",), ("2023-01",), ("x1",), (4.5,)))).rows == \
+        ((3,), ("2023-01",), ("x1",), (4.5,))
 
 
 def test_a_malformed_set_is_refused(tmp_path):
