@@ -188,13 +188,15 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def render(run_name: str, questions: list[AnalyticsQuestion], summary: dict[str, Any], seed: int) -> str:
+def render(run_name: str, questions: list[AnalyticsQuestion], summary: dict[str, Any], seed: int,
+           set_name: str = "benchmarks/analytics") -> str:
     """The Markdown summary: EX and the verified tier per strategy and split, then EX per class."""
     lines = [f"# Analytics questions: {run_name}", "",
              f"{len(questions)} questions over {len({q.db_id for q in questions})} databases "
-             f"(benchmarks/analytics); split seed {seed}: a seeded half of each class is `fit`, the rest "
-             "`reported`. EX: the result equals the gold's (Spider's grading); verified: answers at the "
-             "`verified` tier, and the share of them that are right.", "",
+             f"({set_name}); split seed {seed}: a seeded half of each class is `fit`, the rest `reported`. EX: the "
+             "result equals the gold's (Spider's grading, but a text that spells an integer is that integer: the "
+             "golds run on SQLite, where a year is text); verified: answers at the `verified` tier, and the share "
+             "of them that are right.", "",
              "| strategy | half | n | EX | verified | verified precision | no answer |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for strategy, figures in summary.items():
@@ -247,8 +249,16 @@ def run_analytics(config: AnalyticsConfig, llm: ChatModel | None = None,
                "records": records}
     outputs = {"json": config.out_dir / f"{run.name}.json", "md": config.out_dir / f"{run.name}.md"}
     outputs["json"].write_text(json.dumps(payload, indent=1, default=str, ensure_ascii=False) + "\n", "utf-8")
-    outputs["md"].write_text(render(run.name, order, summary, config.seed), "utf-8")
+    outputs["md"].write_text(render(run.name, order, summary, config.seed, _shown(config.set_dir)), "utf-8")
     return AnalyticsRun(records, summary, outputs)
+
+
+def _shown(folder: Path) -> str:
+    """``folder`` relative to the working directory where it lies under it, else as given."""
+    try:
+        return str(Path(folder).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(folder)
 
 
 def _progress_line(record: dict[str, Any]) -> str:
