@@ -10,7 +10,7 @@ import math
 import pytest
 from fakes import ScriptedChatModel, ask, by_seed, fenced
 
-from verifiedsql.bench.calibrate import aurc, calibrate, fit_logistic, threshold
+from verifiedsql.bench.calibrate import aurc, calibrate, ceiling, fit_logistic, threshold
 from verifiedsql.llm.base import ChatRequest, ChatResponse, TokenScores
 from verifiedsql.llm.cache import RecordingChatModel
 from verifiedsql.llm.scores import dumps, from_openai, loads, top_entropy
@@ -231,6 +231,18 @@ def test_bench_calibrate_fits_on_one_half_and_reports_on_the_other():
     assert figures["calls_per_question"] < figures["calls_without_stop"] and figures["ex"] == figures[
         "ex_without_stop"]
     assert Calibration.from_json(json.loads(json.dumps(calibration.to_json()))) == calibration
+
+
+def test_the_ceiling_is_the_coverage_a_fit_on_every_answer_reaches():
+    def record(i: int, right: bool, mean: float) -> dict:
+        return {"strategy": "default", "id": i, "status": "answered", "correct": right, "scored": True,
+                "features": {"share": 1.0, "sql_mean": mean}}
+
+    separable = [record(i, i % 2 == 0, -0.05 if i % 2 == 0 else -1.5) for i in range(100)]
+    assert ceiling(separable, "default")["coverage"] == 0.5  # every right answer, and no wrong one
+    noise = [record(i, i % 2 == 0, -0.5) for i in range(100)]  # nothing tells them apart
+    assert ceiling(noise, "default")["coverage"] == 0.0
+    assert ceiling([dict(r, scored=False) for r in separable], "default")["answered"] == 0
 
 
 def test_a_fit_given_to_the_bench_reaches_only_the_strategies_that_use_calibration():

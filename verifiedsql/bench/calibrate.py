@@ -257,10 +257,7 @@ def calibrate(records: Sequence[dict[str, Any]], strategy: str, model: str, seed
     """Fit on one seeded half of ``strategy``'s records, measure on the other (with the sure stop, or every
     candidate drawn when ``use_stop`` is false); the vote-based rule is fitted on the same fit half
     (``bench tiers``) for the comparison."""
-    chosen = [r for r in records if r.get("strategy") == strategy and r.get("status") != "llm_error"]
-    # a cache whose token scores are being added (llm rescore) has scored a prefix of the seeded questions: the
-    # fit and the report keep to the questions with scores
-    chosen = [r for r in chosen if r.get("scored")]
+    chosen = _scored(records, strategy)
     fit_ids, report_ids = halves((r["id"] for r in chosen), seed)
     fitted_on = [r for r in chosen if r["id"] in fit_ids]
     reported = [r for r in chosen if r["id"] in report_ids]
@@ -271,6 +268,12 @@ def calibrate(records: Sequence[dict[str, Any]], strategy: str, model: str, seed
                **measure(reported, calibration, lambda r: _tier(r, rule), use_stop)}
     return Calibration(model, calibration.pool, calibration.first, calibration.thresholds, calibration.stop,
                        {k: v for k, v in figures.items() if not k.startswith("risk_coverage")}), figures
+
+
+def _scored(records: Sequence[dict[str, Any]], strategy: str) -> list[dict[str, Any]]:
+    """``strategy``'s records that reached the model and have token scores (a cache whose scores are being added,
+    with ``llm rescore``, has scored a prefix of the seeded questions: fits and reports keep to those)."""
+    return [r for r in records if r.get("strategy") == strategy and r.get("status") != "llm_error" and r.get("scored")]
 
 
 def rank_auc(values: Sequence[float], labels: Sequence[bool]) -> float | None:
@@ -295,6 +298,24 @@ def feature_aucs(records: Sequence[dict[str, Any]], strategy: str) -> dict[str, 
                    "first": rank_auc([r["first_features"].get(name, 0.0) for r in alone],
                                      [_first_correct(r) for r in alone])}
             for name in names}
+
+
+def ceiling(records: Sequence[dict[str, Any]], strategy: str, target: float = TARGETS["verified"]) -> dict[str, Any]:
+    """An optimistic bound on the calibrated ``verified`` tier: the pool fit on every scored answer of
+    ``strategy`` (no half held out), scored on those same answers; the largest share of the questions whose
+    answers at or above one probability are at least ``target`` precise, and the fit's AUC there. A held-out
+    half is expected to do worse than a fit that has seen its answers."""
+    chosen = _scored(records, strategy)
+    answered = [r for r in chosen if _answered(r)]
+    (rows, labels), _ = _rows(answered)
+    if not rows:
+        return {"questions": len(chosen), "answered": 0, "auc": None, "coverage": 0.0}
+    model = fit_logistic(rows, labels, choose_penalty(rows, labels))
+    scored = [(model.probability(row), label) for row, label in zip(rows, labels)]
+    bound = threshold(scored, target)
+    covered = sum(p >= bound for p, _ in scored) if math.isfinite(bound) else 0
+    return {"questions": len(chosen), "answered": len(answered), "target": target,
+            "auc": rank_auc([p for p, _ in scored], labels), "coverage": round(covered / max(1, len(chosen)), 4)}
 
 
 def render(figures: dict[str, Any]) -> str:

@@ -85,6 +85,9 @@ def add_bench_commands(subparsers: Any) -> None:
     calibrate.add_argument("--json", action="store_true", help="print the figures as JSON")
     calibrate.add_argument("--features", action="store_true",
                            help="print how well each feature alone separates right answers from wrong (AUC) and exit")
+    calibrate.add_argument("--ceiling", action="store_true",
+                           help="fit on every answer and print the largest coverage at which those same answers are "
+                                "95%% precise (an optimistic bound on the verified tier) and exit")
     calibrate.add_argument("--no-stop", action="store_true",
                            help="report as if every candidate were drawn (no sure stop): the tiers of the pool fit")
     calibrate.set_defaults(handler=run_calibrate_command)
@@ -206,9 +209,16 @@ def run_tiers_command(args: argparse.Namespace) -> int:
 def run_calibrate_command(args: argparse.Namespace) -> int:
     import json
 
-    from .calibrate import calibrate, feature_aucs, render
+    from .calibrate import calibrate, ceiling, feature_aucs, render
 
     records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]
+    if args.ceiling:
+        bound = ceiling(records, args.strategy)
+        separation = "-" if bound["auc"] is None else f"{bound['auc']:.3f}"
+        print(f"{args.strategy}: fitted and scored on the same {bound['answered']} answers of {bound['questions']} "
+              f"questions: AUC {separation}; at least 95% precise on at most {100 * bound['coverage']:.1f}% of the "
+              "questions")
+        return 0
     if args.features:
         for name, auc in feature_aucs(records, args.strategy).items():
             cells = "  ".join(f"{kind} {'-' if value is None else f'{value:.3f}'}" for kind, value in auc.items())
