@@ -582,15 +582,19 @@ def check_tier_table(run: str) -> Callable[[Docs, Replays], None]:
 
 def check_calibration_table(run: str) -> Callable[[Docs, Replays], None]:
     def run_check(docs: Docs, replays: Replays) -> None:
-        from .calibrate import calibrate, table_row
+        from .calibrate import calibrate, ceiling, table_row
 
         folder, later, seeds = CALIBRATION_RUNS[run]
         records = load_jsonl(replays.spider(folder, run, "default", 200, later).records())
         model = next(str(r["model"]) for r in records if r.get("model"))
         printed = [table_row(calibrate(records, "default", model, seed, use_stop=stop)[1])
                    for stop in (True, False) for seed in seeds]
-        stated = [line for line in docs.page(CALIBRATION_PAGE).splitlines() if line.startswith(f"| {model} |")]
+        page = docs.page(CALIBRATION_PAGE)
+        stated = [line for line in page.splitlines() if line.startswith(f"| {model} |")]
         expect(printed and stated == printed, (stated, printed))
+        bound = ceiling(records, "default")
+        said = f"**{100 * bound['coverage']:.1f}%** of the {run.upper()}'s questions (AUC {bound['auc']:.3f})"
+        expect(said in " ".join(page.split()), f"the page does not say the ceiling: {said}")
     return run_check
 
 
