@@ -157,6 +157,41 @@ def test_sqlite_date_text_is_subtracted_as_days():
     assert fixed("How many months between orders?", "SELECT MAX(order_date) - MIN(order_date) FROM orders")[1] == []
 
 
+@pytest.mark.parametrize(("engine", "part", "expected"), [
+    ("sqlite", "STRFTIME('%Y', {})", "(JULIANDAY(o.ship_date) - JULIANDAY(o.order_date)) <= 30"),
+    ("sqlite", "CAST(STRFTIME('%m', {}) AS INTEGER)", "(JULIANDAY(o.ship_date) - JULIANDAY(o.order_date)) <= 30"),
+    ("postgresql", "EXTRACT(YEAR FROM {})",
+     "(CAST(o.ship_date AS DATE) - CAST(o.order_date AS DATE)) <= 30"),
+])
+def test_days_are_not_a_difference_of_years_or_months(engine, part, expected):
+    sql, fixes = fixed("How many orders shipped within 30 days?", "SELECT COUNT(*) FROM orders AS o WHERE "
+                       f"{part.format('o.ship_date')} - {part.format('o.order_date')} <= 30", engine)
+    assert sql.endswith(f"WHERE {expected}") and "days between two dates" in fixes[0], sql
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    # the question names years too: a difference of years may be what it asks
+    ("How many orders shipped within 30 days, among the customers of more than 2 years?",
+     "SELECT COUNT(*) FROM orders WHERE STRFTIME('%Y', ship_date) - STRFTIME('%Y', order_date) > 2"),
+    # a year and a month are not alike parts
+    ("How many days?", "SELECT STRFTIME('%Y', ship_date) - STRFTIME('%m', order_date) FROM orders"),
+    # no days asked
+    ("How many orders shipped a year later?",
+     "SELECT COUNT(*) FROM orders WHERE STRFTIME('%Y', ship_date) - STRFTIME('%Y', order_date) = 1"),
+])
+def test_a_difference_of_years_left_alone(question, sql):
+    assert fixed(question, sql)[1] == []
+
+
+def test_sqlite_date_text_cast_to_a_number_is_subtracted_as_days():
+    sql, fixes = fixed("What is the average shipping time in days?",
+                       "SELECT AVG(CAST(ship_date AS REAL) - CAST(order_date AS REAL)) FROM orders")
+    assert sql == "SELECT AVG((JULIANDAY(ship_date) - JULIANDAY(order_date))) FROM orders", sql
+    assert "days between two dates" in fixes[0]
+    assert fixed("What is the average shipping time in days?",
+                 "SELECT AVG(CAST(ship_date AS DATE) - CAST(order_date AS DATE)) FROM orders", "postgresql")[1] == []
+
+
 def test_distinct_counts():
     assert fixed("How many different customers ordered?", "SELECT COUNT(*) FROM orders")[0] == \
         "SELECT COUNT(DISTINCT customer_id) FROM orders"

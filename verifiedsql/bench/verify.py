@@ -111,12 +111,18 @@ ADAPTIVE_STRATEGIES = "self-consistency,self-consistency+adaptive,default,defaul
 # questions the data cannot answer: cache folder -> model, label in the docs' table
 SCOPE_RUNS = {"scope-sqlite-0.5b": ("0.5b", "0.5B"), "scope-sqlite-1.5b": ("1.5b", "1.5B")}
 UNLIKE = "unlike-spider-0.5b"
-# the analytics set (bench analytics): cache folder -> model, engine, strategies, the words above its table
+# the analytics sets (bench analytics): cache folder -> model, engine, strategies, the words above its table, the
+# question set's folder under benchmarks/
 ANALYTICS_PAGE = "analytics.md"
 ANALYTICS_RUNS = {
-    "analytics-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default", "On SQLite, the 1.5B model"),
+    "analytics-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default", "On SQLite, the 1.5B model",
+                              "analytics"),
     "analytics-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
-                                  "On PostgreSQL, the 1.5B model"),
+                                  "On PostgreSQL, the 1.5B model", "analytics"),
+    "analytics-heldout-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
+                                      "The held-out date questions on SQLite", "analytics-heldout"),
+    "analytics-heldout-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
+                                          "The held-out date questions on PostgreSQL", "analytics-heldout"),
 }
 
 # which stages are on by default (bench stages): run -> (model, sample size, cache folder, page, the page's
@@ -409,12 +415,12 @@ class Replays:
         """``bench analytics`` replayed from a copy of ``benchmarks/runs/<name>``'s cache (questions not recorded
         miss the cache and are left out of the figures)."""
         def make() -> Replay:
-            model, engine, strategies, _ = ANALYTICS_RUNS[name]
+            model, engine, strategies, _, question_set = ANALYTICS_RUNS[name]
             folder = self._folder(name)
             cache = self._copy_cache(name, folder)
             stdout = self._run(["-m", "verifiedsql.cli", "bench", "analytics", "--model", model, "--engine", engine,
                                 "--replay", "--cache", str(cache), "--out", str(folder / "out"),
-                                "--strategies", strategies, "--set", str(self.root / "benchmarks" / "analytics"),
+                                "--strategies", strategies, "--set", str(self.root / "benchmarks" / question_set),
                                 "--quiet", *(["--pg-url", self.pg_url()] if engine == "postgresql" else [])], folder)
             return Replay(stdout, folder / "out")
         return self._once(("analytics", name), make)

@@ -14,33 +14,49 @@ from .tree import Env, Finding, column_resolver, is_date_valued, is_number, rend
 from .words import Rules
 
 
-def _day_part(node: exp.Expr) -> exp.Expr | None:
-    """The date whose day of the month or of the year ``node`` takes (``EXTRACT(DAY FROM d)``, ``DAY(d)``,
-    ``STRFTIME('%d', d)``, ``STRFTIME('%j', d)``, ``EXTRACT(DOY FROM d)``, any of them cast to a number), or
-    None."""
+def _part(node: exp.Expr) -> tuple[str, exp.Expr] | None:
+    """(YEAR, MONTH, DAY or DOY, the date) of a date-part call (``EXTRACT(YEAR FROM d)``, ``STRFTIME('%m', d)``,
+    ``DAY(d)``, ``STRFTIME('%j', d)``, any of them cast to a number), or None."""
     node = uncast(node)
     found = date_part(node)
-    return found[1] if found is not None and found[0] == "DAY" else day_of_year(node)
+    if found is not None:
+        return found
+    date = day_of_year(node)
+    return ("DOY", date) if date is not None else None
+
+
+def _like_parts(sub: exp.Sub, rules: Rules) -> tuple[exp.Expr, exp.Expr, str] | None:
+    """(the later date, the earlier, what the difference is) where ``sub`` subtracts one date's part from
+    another's: the day of the month or of the year, or a year or a month where the question names no such unit
+    ("within 30 days" as a difference of years); None otherwise."""
+    ends = (_part(sub.left), _part(sub.right))
+    if ends[0] is None or ends[1] is None:
+        return None
+    units = {ends[0][0], ends[1][0]}
+    if units <= {"DAY", "DOY"}:
+        return ends[0][1], ends[1][1], "a difference of day-of-month or day-of-year parts"
+    unit = next(iter(units))
+    if len(units) == 1 and unit not in rules.coarser:
+        return ends[0][1], ends[1][1], f"a difference of {unit.lower()}s"
+    return None
 
 
 def days(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
-    """A number of days computed as a difference of day-of-month parts, or (SQLite) of date text: the engine's
-    date difference in days instead."""
+    """A number of days computed as a difference of date parts (days of the month or the year; years or months
+    where the question names only days), or (SQLite) of date text, cast to a number or not: the engine's date
+    difference in days instead."""
     if not rules.days:
         return []
     column_of = column_resolver(tree, env)
     found = []
     for sub in tree.find_all(exp.Sub):
-        ends = (_day_part(sub.left), _day_part(sub.right))
-        why = "a difference of day-of-month or day-of-year parts"
-        if ends[0] is None or ends[1] is None:
-            if env.engine != "sqlite" or not all(is_date_valued(side, env, column_of) for side in (sub.left,
-                                                                                                  sub.right)):
+        parts = _like_parts(sub, rules)
+        if parts is None:
+            sides = (uncast(sub.left), uncast(sub.right))
+            if env.engine != "sqlite" or not all(is_date_valued(side, env, column_of) for side in sides):
                 continue
-            ends, why = (unparen(sub.left), unparen(sub.right)), "SQLite subtracts the years of date text"
-        end, start = ends
-        assert end is not None and start is not None
-
+            parts = (*sides, "SQLite subtracts the years of date text")
+        end, start, why = parts
         found.append(_day_difference(sub, end, start, why, env))
     return found
 

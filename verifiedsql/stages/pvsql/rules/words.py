@@ -25,6 +25,8 @@ _TOTAL = re.compile(r"\b(?:total|all|overall|whole|entire)\b")
 
 
 _DAYS = re.compile(r"\bdays?\b")
+_COARSER = {"YEAR": re.compile(r"\byears?\b|\bannual(?:ly)?\b|\byearly\b"),
+            "MONTH": re.compile(r"\bmonths?\b|\bmonthly\b")}
 
 
 _INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\b(?:counting|including|include|includes|count) (?:both )?"
@@ -82,6 +84,7 @@ class Rules:
     dividend: str | None = None  # and A's
     fractional: bool = False
     days: bool = False
+    coarser: frozenset[str] = frozenset()  # units above a day the question names too: YEAR, MONTH
     inclusive: bool = False  # a number of days counts the first and the last day
     first: str | None = None  # a number of days to "its first X": X's noun
     span: tuple[str, str] | None = None  # a number of days from A to B: (A's words, B's words), B the later
@@ -151,6 +154,7 @@ def read_rules(question: str) -> Rules:
     per = _PER_ITEM.search(text)
     per_item = ((per.group(1) or per.group(3)).strip(), per.group(2) or per.group(4)) if per else None
     return Rules(scale=scale, divisor=divisor, dividend=dividend, fractional=bool(_FRACTIONAL.search(text)), days=days,
+                 coarser=frozenset(unit for unit, words in _COARSER.items() if days and words.search(text)),
                  inclusive=days and bool(_INCLUSIVE.search(text)), first=first.group(1) if first else None, span=span,
                  growth=bool(_GROWTH.search(text)),
                  periods=(periods.group(1), periods.group(2)) if periods else None, per_item=per_item,
