@@ -159,6 +159,9 @@ TIER_TABLES = {
 CALIBRATION_PAGE = "calibration.md"
 CALIBRATION_RUNS = {"0.5b": ("spider-sqlite-0.5b-n200", (), (0, 1, 2)),
                     "1.5b": ("spider-sqlite-1.5b-n200", ("questions-121-200",), (0, 1, 2))}
+# the same on another engine, from the run's documented replay: cache folder -> (the engine's name in the rows'
+# model column, the model's size as the page names it, the seeds of its rows)
+CALIBRATION_OTHER_ENGINES = {"spider-postgresql-0.5b-n200": ("PostgreSQL", "0.5B", (0, 1, 2))}
 # cache folder of EXPECTED -> (the strategy rated, the words above its tier table on the run's page)
 OTHER_ENGINE_TIERS = {"spider-postgresql-0.5b-n200": ("default", "The tiers of `default` on PostgreSQL")}
 # cache folder of EXPECTED -> (the strategy rated, the words above its table): the library's tier rule as it is
@@ -588,20 +591,35 @@ def check_tier_table(run: str) -> Callable[[Docs, Replays], None]:
 
 def check_calibration_table(run: str) -> Callable[[Docs, Replays], None]:
     def run_check(docs: Docs, replays: Replays) -> None:
-        from .calibrate import calibrate, ceiling, table_row
-
         folder, later, seeds = CALIBRATION_RUNS[run]
         records = load_jsonl(replays.spider(folder, run, "default", 200, later).records())
         model = next(str(r["model"]) for r in records if r.get("model"))
-        printed = [table_row(calibrate(records, "default", model, seed, use_stop=stop)[1])
-                   for stop in (True, False) for seed in seeds]
-        page = docs.page(CALIBRATION_PAGE)
-        stated = [line for line in page.splitlines() if line.startswith(f"| {model} |")]
-        expect(printed and stated == printed, (stated, printed))
-        bound = ceiling(records, "default")
-        said = f"**{100 * bound['coverage']:.1f}%** of the {run.upper()}'s questions (AUC {bound['auc']:.3f})"
-        expect(said in " ".join(page.split()), f"the page does not say the ceiling: {said}")
+        calibration_stated(records, model, seeds, docs.page(CALIBRATION_PAGE), run.upper())
     return run_check
+
+
+def check_calibration_other_engine(name: str) -> Callable[[Docs, Replays], None]:
+    def run_check(docs: Docs, replays: Replays) -> None:
+        engine, size, seeds = CALIBRATION_OTHER_ENGINES[name]
+        records = load_jsonl(replays.documented(docs, name).records())
+        model = f"{next(str(r['model']) for r in records if r.get('model'))} ({engine})"
+        calibration_stated(records, model, seeds, docs.page(CALIBRATION_PAGE), f"{engine} {size}")
+    return run_check
+
+
+def calibration_stated(records: list[dict[str, Any]], model: str, seeds: tuple[int, ...], page: str,
+                       label: str) -> None:
+    """The page's rows for ``model`` are ``bench calibrate``'s, with and without the sure stop, for each seed, and
+    it gives the ceiling (``--ceiling``) as "**C%** of the <label>'s questions (AUC A)"."""
+    from .calibrate import calibrate, ceiling, table_row
+
+    printed = [table_row(calibrate(records, "default", model, seed, use_stop=stop)[1])
+               for stop in (True, False) for seed in seeds]
+    stated = [line for line in page.splitlines() if line.startswith(f"| {model} |")]
+    expect(printed and stated == printed, (stated, printed))
+    bound = ceiling(records, "default")
+    said = f"**{100 * bound['coverage']:.1f}%** of the {label}'s questions (AUC {bound['auc']:.3f})"
+    expect(said in " ".join(page.split()), f"the page does not say the ceiling: {said}")
 
 
 def check_other_engine_tiers(name: str) -> Callable[[Docs, Replays], None]:
@@ -666,6 +684,8 @@ def checks() -> list[Check]:
     found += [Check(f"tier table {run}", check_tier_table(run)) for run in TIER_TABLES]
     found += [Check(f"tier table {name}", check_other_engine_tiers(name)) for name in OTHER_ENGINE_TIERS]
     found += [Check(f"calibration table {run}", check_calibration_table(run)) for run in CALIBRATION_RUNS]
+    found += [Check(f"calibration table {name}", check_calibration_other_engine(name))
+              for name in CALIBRATION_OTHER_ENGINES]
     found += [Check(f"library rule tiers {name}", check_library_rule_tiers(name)) for name in LIBRARY_RULE_TIERS]
     found += [Check(f"scope table {name}", check_scope_table(name)) for name in SCOPE_RUNS]
     found += [Check("scope check in scope, and its fit", check_scope_in_scope_and_fit),
