@@ -47,6 +47,13 @@ def repaired(question: str, sql: str, engine: str = "sqlite") -> str:
     ("How many days long was the leave, counting both its start and its end day?",
      Rules(days=True, inclusive=True)),
     ("Count the leaves, including the first and the last.", Rules()),  # no days: nothing to count both ends of
+    ("How many leaves lasted over a week, if the start day and the end day both count?",
+     Rules(days=True, inclusive=True)),
+    ("What is the total number of days of leave, with both the first and the last day of each leave included?",
+     Rules(days=True, inclusive=True)),
+    ("How many days did the first and the last order count?", Rules(days=True)),  # no day counted twice
+    ("How many restaurants were inspected within 30 days after they opened?", Rules(days=True, within_after=True)),
+    ("How many orders were cancelled within 90 days of being placed?", Rules(days=True)),  # "of": either side
     ("By what percentage did orders grow from 2022 to 2023?",
      Rules(scale="percent", fractional=True, growth=True, periods=("2022", "2023"))),
     ("What was the percentage change in revenue from 2023 to 2024?",
@@ -591,3 +598,63 @@ def test_days_before_a_given_date_subtract_from_it():
 ])
 def test_days_whose_order_the_words_do_not_settle_are_left_alone(question, sql):
     assert fixed(question, sql) == (sql, [])
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT COUNT(*) FROM customers AS c WHERE c.joined + 30 < (SELECT MIN(order_date) FROM orders)",
+     "SELECT COUNT(*) FROM customers AS c WHERE DATE(c.joined, '+30 days') < (SELECT MIN(order_date) FROM orders)"),
+    ("SELECT COUNT(*) FROM orders WHERE 2 + order_date >= ship_date",
+     "SELECT COUNT(*) FROM orders WHERE DATE(order_date, '+2 days') >= ship_date"),
+    ("SELECT COUNT(*) FROM orders WHERE order_date - 1 > ship_date",
+     "SELECT COUNT(*) FROM orders WHERE DATE(order_date, '-1 days') > ship_date"),
+])
+def test_sqlite_moves_date_text_by_days_with_date(sql, expected):
+    fixed_sql, fixes = fixed("How many customers ordered more than 30 days after they joined?", sql)
+    assert fixed_sql == expected and "the date that many days on" in fixes[0]
+
+
+@pytest.mark.parametrize(("question", "sql", "engine"), [
+    # PostgreSQL and DuckDB add days to a date already
+    ("How many orders shipped more than 2 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE order_date + 2 < ship_date", "postgresql"),
+    ("How many orders shipped more than 2 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE order_date + 2 < ship_date", "duckdb"),
+    # no days asked; a number that is not a date; a fraction of a day
+    ("Which orders have an id above 30?", "SELECT order_id FROM orders WHERE order_date + 30 < ship_date", "sqlite"),
+    ("How many days after ordering?", "SELECT quantity + 30 FROM items", "sqlite"),
+    ("How many days after ordering?", "SELECT COUNT(*) FROM orders WHERE order_date + 0.5 < ship_date", "sqlite"),
+])
+def test_a_date_moved_by_days_left_alone(question, sql, engine):
+    assert fixed(question, sql, engine)[1] == []
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("sqlite", "SELECT COUNT(*) FROM orders WHERE JULIANDAY(ship_date) - JULIANDAY(order_date) <= 3",
+     "SELECT COUNT(*) FROM orders WHERE (JULIANDAY(ship_date) - JULIANDAY(order_date) >= 0 AND "
+     "JULIANDAY(ship_date) - JULIANDAY(order_date) <= 3)"),
+    ("postgresql", "SELECT COUNT(*) FROM orders WHERE 3 > ship_date - order_date",
+     "SELECT COUNT(*) FROM orders WHERE (ship_date - order_date >= 0 AND 3 > ship_date - order_date)"),
+    ("duckdb", "SELECT COUNT(*) FROM orders WHERE DATE_DIFF('DAY', order_date, ship_date) <= 3",
+     "SELECT COUNT(*) FROM orders WHERE (DATE_DIFF('DAY', order_date, ship_date) >= 0 AND "
+     "DATE_DIFF('DAY', order_date, ship_date) <= 3)"),
+])
+def test_within_days_after_a_date_starts_at_that_date(engine, sql, expected):
+    fixed_sql, fixes = fixed("How many orders shipped within 3 days after they were placed?", sql, engine)
+    assert fixed_sql == expected and "from 0 days on" in fixes[0]
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    # bounded below already, by BETWEEN or a second comparison
+    ("How many orders shipped within 3 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date - order_date BETWEEN 0 AND 3"),
+    ("How many orders shipped within 3 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date - order_date <= 3 AND ship_date - order_date >= 1"),
+    # not "after": "within 3 days of" may run either way
+    ("How many orders shipped within 3 days of being placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date - order_date <= 3"),
+    # two upper bounds: which one the window is, is not read
+    ("How many orders shipped within 3 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date - order_date <= 3 OR ship_date - order_date < 5"),
+])
+def test_within_days_after_left_alone(question, sql):
+    assert fixed(question, sql, "postgresql")[1] == []

@@ -120,9 +120,9 @@ ANALYTICS_RUNS = {
     "analytics-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
                                   "On PostgreSQL, the 1.5B model", "analytics"),
     "analytics-heldout-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
-                                      "The held-out date questions on SQLite", "analytics-heldout"),
+                                      "The first set of later date questions on SQLite", "analytics-heldout"),
     "analytics-heldout-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
-                                          "The held-out date questions on PostgreSQL", "analytics-heldout"),
+                                          "The first set of later date questions on PostgreSQL", "analytics-heldout"),
 }
 
 # which stages are on by default (bench stages): run -> (model, sample size, cache folder, page, the page's

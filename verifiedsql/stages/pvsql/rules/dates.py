@@ -82,6 +82,74 @@ def _day_difference(sub: exp.Sub, end: exp.Expr, start: exp.Expr, why: str, env:
                    f"{before} -> {render(build(), env)} (days between two dates)", lambda: sub.replace(build()))
 
 
+def shifted(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """(SQLite) a date moved by a number of days as ``d + 30``, which adds 30 to the year of the date text: the
+    date 30 days on, ``DATE(d, '+30 days')`` (ISO text, so it compares with other dates as dates do)."""
+    if not rules.days or env.engine != "sqlite":
+        return []
+    column_of = column_resolver(tree, env)
+    found = []
+    for node in tree.find_all(exp.Add, exp.Sub):
+        date, number = uncast(node.this), unparen(node.expression)
+        if isinstance(node, exp.Add) and not is_date_valued(date, env, column_of):
+            date, number = uncast(node.expression), unparen(node.this)
+        if not (is_date_valued(date, env, column_of) and isinstance(number, exp.Literal) and not number.is_string
+                and float(number.this).is_integer()):
+            continue
+        count = int(float(number.this)) * (-1 if isinstance(node, exp.Sub) else 1)
+        moved = exp.Date(this=date.copy(), expressions=[exp.Literal.string(f"{count:+d} days")])
+        before = render(node, env)
+
+        def apply(node: exp.Expr = node, moved: exp.Expr = moved) -> None:
+            node.replace(moved.copy())
+        found.append(Finding(f"{before} adds to the year of SQLite's date text, not a number of days",
+                             f"{before} -> {render(moved, env)} (the date that many days on)", apply))
+    return found
+
+
+_BELOW_ON_THE_LEFT = (exp.LTE, exp.LT)  # a < b, a <= b: the left side is held below; b > a, b >= a: the right
+
+
+def _bounds(tree: exp.Expr, difference: exp.Expr, env: Env) -> tuple[list[exp.Expr], bool]:
+    """The comparisons that bound ``difference`` from above, and whether any bounds it from below, in ``tree``."""
+    key = render(unparen(difference), env)
+    above: list[exp.Expr] = []
+    below = False
+    for comparison in tree.find_all(exp.LTE, exp.LT, exp.GTE, exp.GT, exp.Between):
+        if isinstance(comparison, exp.Between):
+            below = below or render(unparen(comparison.this), env) == key
+            continue
+        upper_side = comparison.this if isinstance(comparison, _BELOW_ON_THE_LEFT) else comparison.expression
+        lower_side = comparison.expression if upper_side is comparison.this else comparison.this
+        if render(unparen(upper_side), env) == key:
+            above.append(comparison)
+        elif render(unparen(lower_side), env) == key:
+            below = True
+    return above, below
+
+
+def within_after(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"Within 30 days after A": a number of days from A held below 30 (``d - a <= 30``) with nothing holding it
+    at or above 0 counts the dates before A too; the comparison gets ``d - a >= 0`` beside it."""
+    if not rules.within_after:
+        return []
+    found = []
+    for difference in _day_differences(tree, env):
+        above, below = _bounds(tree, difference, env)
+        if below or len(above) != 1:
+            continue
+        comparison = above[0]
+        bounded = exp.paren(exp.and_(exp.GTE(this=difference.copy(), expression=exp.Literal.number(0)),
+                                     comparison.copy()))
+        before = render(comparison, env)
+
+        def apply(comparison: exp.Expr = comparison, bounded: exp.Expr = bounded) -> None:
+            comparison.replace(bounded.copy())
+        found.append(Finding(f'the question asks for days "after" a date, but {before} also counts the days '
+                             "before it", f"{before} -> {render(bounded, env)} (from 0 days on)", apply))
+    return found
+
+
 def _day_differences(tree: exp.Expr, env: Env) -> list[exp.Expr]:
     """The differences of dates in days: ``JULIANDAY(a) - JULIANDAY(b)``, ``DATE_DIFF('DAY', b, a)``, and where
     the engine subtracts dates as days (not SQLite), ``a - b`` of two dates."""

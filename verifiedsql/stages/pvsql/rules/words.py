@@ -29,9 +29,14 @@ _COARSER = {"YEAR": re.compile(r"\byears?\b|\bannual(?:ly)?\b|\byearly\b"),
             "MONTH": re.compile(r"\bmonths?\b|\bmonthly\b")}
 
 
-_INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\b(?:counting|including|include|includes|count) (?:both )?"
-                        r"(?:(?:the|its|their) )?(?:first|start(?:ing)?|start date) (?:day )?and "
-                        r"(?:(?:the|its|their) )?(?:last|end(?:ing)?|end date)\b")
+_FIRST_AND_LAST = (r"(?:(?:the|its|their) )?(?:first|start(?:ing)?|start date) (?:day )?and "
+                   r"(?:(?:the|its|their) )?(?:last|end(?:ing)?|end date)")
+_INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\bboth ends\b"
+                        rf"|\b(?:counting|including|include|includes|count) (?:both )?{_FIRST_AND_LAST}\b"
+                        # "if the start day and the end day both count", "the first and the last day included"
+                        rf"|\b{_FIRST_AND_LAST}(?: days?)?(?: of (?:each|every|the|its|their) [a-z]+)?"
+                        r" (?:both |are |is |were |all )?(?:count|counts|counted|included|includes?)\b")
+_WITHIN_AFTER = re.compile(r"\bwithin (?:the first )?(?:\d+|[a-z]+) days? (?:after|since|following)\b")
 
 
 _GROWTH = re.compile(r"(?:\bpercent(?:age)?|%)\s*(?:change|growth|increase|decrease|decline|drop|rise|fall)\b"
@@ -86,6 +91,7 @@ class Rules:
     days: bool = False
     coarser: frozenset[str] = frozenset()  # units above a day the question names too: YEAR, MONTH
     inclusive: bool = False  # a number of days counts the first and the last day
+    within_after: bool = False  # "within N days after A": a number of days from A is 0 to N, never below 0
     first: str | None = None  # a number of days to "its first X": X's noun
     span: tuple[str, str] | None = None  # a number of days from A to B: (A's words, B's words), B the later
     growth: bool = False  # a percentage change: (new - base) / base
@@ -99,6 +105,7 @@ class Rules:
     @property
     def any(self) -> bool:
         return bool(self.scale or self.divisor or self.fractional or self.days or self.inclusive or self.first
+                    or self.within_after
                     or self.growth
                     or self.per_item or self.distinct or self.month_text or self.rounding is not None
                     or self.case_insensitive)
@@ -115,6 +122,8 @@ class Rules:
             lines.append("a number of days is a difference of dates in the engine's date arithmetic")
         if self.inclusive:
             lines.append("the number of days counts the first and the last day (the difference plus 1)")
+        if self.within_after:
+            lines.append('"within N days after" a date: the number of days from it is at least 0')
         if self.first:
             lines.append(f"\"its first {self.first}\" is the earliest {self.first} of each")
         if self.span:
@@ -155,7 +164,8 @@ def read_rules(question: str) -> Rules:
     per_item = ((per.group(1) or per.group(3)).strip(), per.group(2) or per.group(4)) if per else None
     return Rules(scale=scale, divisor=divisor, dividend=dividend, fractional=bool(_FRACTIONAL.search(text)), days=days,
                  coarser=frozenset(unit for unit, words in _COARSER.items() if days and words.search(text)),
-                 inclusive=days and bool(_INCLUSIVE.search(text)), first=first.group(1) if first else None, span=span,
+                 inclusive=days and bool(_INCLUSIVE.search(text)), within_after=bool(_WITHIN_AFTER.search(text)),
+                 first=first.group(1) if first else None, span=span,
                  growth=bool(_GROWTH.search(text)),
                  periods=(periods.group(1), periods.group(2)) if periods else None, per_item=per_item,
                  distinct=distinct.group(1) if distinct else None, month_text=bool(_MONTH_TEXT.search(text)),
