@@ -11,7 +11,7 @@ import pytest
 from fakes import ScriptedChatModel
 
 from verifiedsql.config import LLMSettings, Options
-from verifiedsql.errors import ConfigurationError, ReplayMissError
+from verifiedsql.errors import ConfigurationError, LLMError, ModelTimeoutError, ReplayMissError
 from verifiedsql.llm import ChatRequest, RecordingChatModel, chat_model_for, messages
 
 
@@ -177,3 +177,41 @@ def test_a_path_as_long_as_the_fixed_width_cuts_where_plain_slicing_does():
             assert tail is None and moved is None
         elif not any(tail.startswith(recorded[cut:]) for cut in range(1, PREFIX_WIDTH)):
             assert moved.replace(other, recorded) == tail
+
+
+def test_a_request_that_timed_out_replays_as_the_same_timeout(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    endless = ScriptedChatModel([ModelTimeoutError("no complete answer within 180.0 s"), "SELECT 1"], name="fake")
+    with pytest.raises(ModelTimeoutError):
+        RecordingChatModel(endless, path, "readwrite").complete(REQUEST)
+    replay = RecordingChatModel(None, path, "replay", model_name="fake")
+    with pytest.raises(ModelTimeoutError, match="180.0 s.*recorded run met this too"):
+        replay.complete(REQUEST)
+    with pytest.raises(ReplayMissError):  # another request was never recorded: still a miss
+        replay.complete(dataclasses.replace(REQUEST, seed=2))
+    # a read-write cache asks again, and the answer it then records is what a replay gives
+    assert RecordingChatModel(endless, path, "readwrite").complete(REQUEST).text == "SELECT 1"
+    assert replay.complete(REQUEST).text == "SELECT 1"
+
+
+def test_only_a_timeout_is_kept_as_a_failure(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    with pytest.raises(LLMError):
+        RecordingChatModel(ScriptedChatModel([LLMError("cannot connect")], name="fake"), path,
+                           "readwrite").complete(REQUEST)
+    with pytest.raises(ReplayMissError):
+        RecordingChatModel(None, path, "replay", model_name="fake").complete(REQUEST)
+
+
+def test_a_cache_recorded_before_failures_were_kept_replays_and_is_left_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "llm.sqlite"
+    RecordingChatModel(counting_model(), path, "readwrite").complete(REQUEST)
+    import sqlite3
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE failures")
+    replay = RecordingChatModel(None, path, "replay", model_name="fake")
+    assert replay.complete(REQUEST).cached
+    with pytest.raises(ReplayMissError):
+        replay.complete(dataclasses.replace(REQUEST, seed=2))
+    with sqlite3.connect(path) as db:
+        assert not db.execute("SELECT name FROM sqlite_master WHERE name = 'failures'").fetchall()

@@ -13,6 +13,7 @@ from .errors import (
     EmptySchemaError,
     LLMError,
     ModelInstallError,
+    ModelTimeoutError,
     NoAnswerError,
     NoDataError,
     NotConfiguredError,
@@ -30,8 +31,8 @@ from .report import VerificationReport
 __version__ = "0.1.0"
 
 __all__ = [
-    "Ask", "ConfigurationError", "EmptySchemaError", "LLMError", "LLMSettings", "ModelInstallError", "NoAnswerError",
-    "NoDataError", "NotConfiguredError", "Options", "PromptTooLongError", "QueryError", "QueryTimeoutError",
-    "QuestionError", "ReplayMissError", "UnsafeSQLError", "UnverifiedAnswerError", "VerificationReport",
-    "VerifiedResult", "VerifiedSQLError", "ask", "create_async_engine", "create_engine",
+    "Ask", "ConfigurationError", "EmptySchemaError", "LLMError", "LLMSettings", "ModelInstallError",
+    "ModelTimeoutError", "NoAnswerError", "NoDataError", "NotConfiguredError", "Options", "PromptTooLongError",
+    "QueryError", "QueryTimeoutError", "QuestionError", "ReplayMissError", "UnsafeSQLError", "UnverifiedAnswerError",
+    "VerificationReport", "VerifiedResult", "VerifiedSQLError", "ask", "create_async_engine", "create_engine",
 ]

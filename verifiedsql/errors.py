@@ -59,6 +59,12 @@ class LLMError(VerifiedSQLError):
     """The language model could not be reached or gave no usable answer."""
 
 
+class ModelTimeoutError(LLMError):
+    """The model gave no complete answer within the time allowed (``llm_timeout_s``): an endless or very long
+    reply, or a server too slow for the budget. Raise ``llm_timeout_s``, or ask again. A record/replay cache
+    keeps the request that timed out, and a replay raises this again for it, as the recorded run saw."""
+
+
 class PromptTooLongError(LLMError):
     """The model's server refused a prompt longer than its context window (a large schema, mostly): turn on
     ``compress_schema``, name fewer tables with ``schema=``, or use a model with a longer context.

@@ -5,6 +5,10 @@ temperature, max_tokens, seed and stop sequences (``purpose`` is only a label an
 messages name the Python environment the library runs in (a sandboxed traceback's
 ``<venv>/lib/python3.11/site-packages/pandas/...``), that prefix is hashed as ``<python-prefix>``, so a cache
 recorded in one checkout replays in another.
+
+A request that timed out while recording (``ModelTimeoutError``: an endless reply, mostly) is kept too, in a
+table of its own, so that a replay meets the same failure the recorded run met instead of a miss; a read-write
+cache asks the model again for it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from ..errors import ConfigurationError, LLMError, ReplayMissError
+from ..errors import ConfigurationError, LLMError, ModelTimeoutError, ReplayMissError
 from . import scores
 from .base import ChatModel, ChatRequest, ChatResponse
 from .portable import portable
@@ -37,6 +41,17 @@ CREATE TABLE IF NOT EXISTS responses (
     purpose TEXT,
     created REAL NOT NULL,
     scores TEXT
+)
+"""
+
+_FAILURES = """
+CREATE TABLE IF NOT EXISTS failures (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    request TEXT NOT NULL,
+    error TEXT NOT NULL,
+    purpose TEXT,
+    created REAL NOT NULL
 )
 """
 
@@ -63,7 +78,8 @@ class RecordingChatModel:
     """Wraps a model with a record/replay cache.
 
     ``readwrite``: a hit returns the recorded answer (``cached=True``, with the recorded ``seconds``);
-    a miss calls ``inner`` and records the answer. ``replay``: a miss raises ``ReplayMissError`` and
+    a miss calls ``inner`` and records the answer, or the ``ModelTimeoutError`` it raised. ``replay``: a
+    request recorded as timed out raises ``ModelTimeoutError`` again, a miss raises ``ReplayMissError``, and
     ``inner`` is never called (it may be None; then ``model_name`` must say which model was recorded).
     Safe to share between threads; several processes may use the same file (WAL journal).
     """
@@ -94,6 +110,10 @@ class RecordingChatModel:
             self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(_SCHEMA)
+            if mode == "readwrite":
+                self._db.execute(_FAILURES)
+            tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            self._has_failures = "failures" in tables
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
             if "scores" not in columns and mode == "readwrite":  # a cache recorded before scores were kept
                 self._db.execute("ALTER TABLE responses ADD COLUMN scores TEXT")
@@ -111,12 +131,19 @@ class RecordingChatModel:
         if hit is not None:
             return hit
         if self.mode == "replay" or self.inner is None:
+            failure = self._failure(key)
+            if failure is not None:
+                raise ModelTimeoutError(f"{failure} (replayed from {self.path}: the recorded run met this too)")
             raise ReplayMissError(
                 f"replay cache {self.path} has no answer recorded for this {request.purpose!r} request "
                 f"to model {self._name!r} (key {key[:12]}). Record it first with cache_mode='readwrite' "
                 "(the same model, prompts, seeds and options), or turn replay off."
             )
-        response = self.inner.complete(request)
+        try:
+            response = self.inner.complete(request)
+        except ModelTimeoutError as exc:
+            self._store_failure(key, payload, request, str(exc))
+            raise
         self._store(key, payload, request, response)
         return response
 
@@ -161,6 +188,27 @@ class RecordingChatModel:
                      response.completion_tokens, response.seconds, request.purpose, time.time(),
                      scores.dumps(response.scores)),
                 )
+        except sqlite3.Error as exc:
+            raise LLMError(f"cannot write the LLM cache {self.path}: {exc}.") from exc
+
+
+    def _failure(self, key: str) -> str | None:
+        """The error recorded for the request ``key`` when it timed out, or None."""
+        if not self._has_failures:
+            return None
+        try:
+            with self._lock:
+                row = self._db.execute("SELECT error FROM failures WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise LLMError(f"cannot read the LLM cache {self.path}: {exc}.") from exc
+        return str(row[0]) if row is not None else None
+
+    def _store_failure(self, key: str, payload: str, request: ChatRequest, error: str) -> None:
+        try:
+            with self._lock:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO failures (key, model, request, error, purpose, created) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", (key, self._name, payload, error, request.purpose, time.time()))
         except sqlite3.Error as exc:
             raise LLMError(f"cannot write the LLM cache {self.path}: {exc}.") from exc
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import openai
 
-from ..errors import LLMError, PromptTooLongError
+from ..errors import LLMError, ModelTimeoutError, PromptTooLongError
 from ..guard.redact import secrets as scrub_secrets
 from ..guard.redact import split_credentials, url_secrets, url_without_credentials
 from ..guard.watchdog import run_within
@@ -37,10 +37,11 @@ class _TotalTimeout(Exception):
 class _Retryable(Exception):
     """One failed attempt that may succeed if tried again; ``wait_s`` is a server-requested delay."""
 
-    def __init__(self, message: str, hint: str, wait_s: float | None = None) -> None:
+    def __init__(self, message: str, hint: str, wait_s: float | None = None, timed_out: bool = False) -> None:
         super().__init__(message)
         self.hint = hint
         self.wait_s = wait_s
+        self.timed_out = timed_out  # the answer did not come in time (not a refusal or a broken answer)
 
 
 class OpenAIChatModel:
@@ -86,18 +87,22 @@ class OpenAIChatModel:
         budget = self.timeout_s if request.timeout_s is None else min(self.timeout_s, max(0.0, request.timeout_s))
         deadline = start + budget
         attempt = 0
+        slow = False  # whether the last attempt made ran out of time
         while True:
             attempt += 1
             remaining = deadline - time.monotonic()
             try:
                 if remaining < _MIN_ATTEMPT_S:
-                    raise _Retryable(f"no time left of the {budget:g} s budget", self._timeout_hint(budget))
+                    raise _Retryable(f"no time left of the {budget:g} s budget", self._timeout_hint(budget),
+                                     timed_out=slow)
                 return self._attempt(request, remaining, start, budget)
             except _Retryable as err:
+                slow = err.timed_out
                 delay = self._delay(attempt, err.wait_s)
                 left = deadline - time.monotonic()
                 if attempt > self.max_retries or delay >= left - _MIN_ATTEMPT_S:
-                    raise LLMError(scrub_secrets(
+                    failure = ModelTimeoutError if err.timed_out else LLMError
+                    raise failure(scrub_secrets(
                         f"LLM call to {self.base_url or 'api.openai.com'} (model {self._model!r}) failed "
                         f"after {attempt} attempt(s) in {time.monotonic() - start:.1f} s: {err}. {err.hint}",
                         self._secrets)) from err
@@ -122,9 +127,9 @@ class OpenAIChatModel:
                                     timeout, _TotalTimeout, grace_s=0.0, name="verifiedsql-llm")
         except _TotalTimeout as exc:
             raise _Retryable(f"no complete answer within {timeout:.1f} s (the server answers too slowly)",
-                             self._timeout_hint(budget)) from exc
+                             self._timeout_hint(budget), timed_out=True) from exc
         except openai.APITimeoutError as exc:
-            raise _Retryable("the request timed out", self._timeout_hint(budget)) from exc
+            raise _Retryable("the request timed out", self._timeout_hint(budget), timed_out=True) from exc
         except openai.APIConnectionError as exc:
             raise _Retryable(f"cannot connect ({exc.__cause__ or exc})", self._connect_hint()) from exc
         except openai.APIStatusError as exc:
