@@ -317,6 +317,11 @@ def test_the_day_of_a_difference_of_dates_is_the_difference(typed_engine):
     rows, report, model = repaired(engine, broken)
     assert rows == [(1, 3), (2, 7)]
     assert_repaired(report, model, broken, "(a difference of dates is a number of days on ")
+    # today's date is a date too
+    broken = "SELECT id FROM stays WHERE EXTRACT(DAY FROM (CURRENT_DATE - checkin)) > 30 ORDER BY id"
+    rows, report, model = repaired(engine, broken)
+    assert rows == [(1,), (2,)]
+    assert_repaired(report, model, broken, "(a difference of dates is a number of days on ")
     # between timestamps the difference is an interval, whose day the engine takes: run as written
     written = "SELECT id, EXTRACT(DAY FROM (went - came)) FROM stays"
     rows, report, _ = repaired(engine, written)

@@ -123,6 +123,11 @@ ANALYTICS_RUNS = {
                                       "The first set of later date questions on SQLite", "analytics-heldout"),
     "analytics-heldout-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
                                           "The first set of later date questions on PostgreSQL", "analytics-heldout"),
+    "analytics-heldout-2-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
+                                        "The second set of later date questions on SQLite", "analytics-heldout-2"),
+    "analytics-heldout-2-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
+                                            "The second set of later date questions on PostgreSQL",
+                                            "analytics-heldout-2"),
 }
 
 # which stages are on by default (bench stages): run -> (model, sample size, cache folder, page, the page's

@@ -171,9 +171,12 @@ class TypeRepairs(PlannerBase):
         return self._cast(argument, "NUMERIC", "PostgreSQL rounds to decimal places only a NUMERIC")
 
     def _a_date(self, scope: Scope, node: exp.Expr) -> bool:
-        """A date without a time: a DATE column (by its reflected type), its MIN or MAX, or a cast to DATE."""
+        """A date without a time: a DATE column (by its reflected type), its MIN or MAX, a cast to DATE, or
+        ``CURRENT_DATE``."""
         while isinstance(node, exp.Paren):
             node = node.this
+        if isinstance(node, exp.CurrentDate):
+            return True
         if isinstance(node, (exp.Max, exp.Min)):
             return self._a_date(scope, node.this)
         if isinstance(node, exp.Cast):
