@@ -35,8 +35,9 @@ from verifiedsql.llm.models import MODELS
 from verifiedsql.results import ResultSet, results_equivalent
 
 SET = Path(__file__).resolve().parents[1] / "benchmarks" / "analytics"
-# date questions written after the rules, over the same databases (the second before the rules' next change)
-HELD_OUT = (SET.parent / "analytics-heldout", SET.parent / "analytics-heldout-2")
+# date questions written after the rules, over the same databases (the second and third before the rules' next
+# change)
+HELD_OUT = (SET.parent / "analytics-heldout", SET.parent / "analytics-heldout-2", SET.parent / "analytics-heldout-3")
 
 
 @pytest.fixture(scope="module")
