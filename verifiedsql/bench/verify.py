@@ -128,6 +128,8 @@ ANALYTICS_RUNS = {
     "analytics-heldout-2-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
                                             "The second set of later date questions on PostgreSQL",
                                             "analytics-heldout-2"),
+    "analytics-heldout-3-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
+                                        "The third set of later date questions on SQLite", "analytics-heldout-3"),
 }
 
 # which stages are on by default (bench stages): run -> (model, sample size, cache folder, page, the page's
