@@ -1,5 +1,5 @@
-"""The held-out date questions run over the analytics set's own databases: this module builds them with
-``benchmarks/analytics/generate.py`` (the same bytes)."""
+"""The first set of later date questions (held out until its answers were read; now a fit set) runs over the
+analytics set's own databases: this module builds them with ``benchmarks/analytics/generate.py``."""
 
 from __future__ import annotations
 

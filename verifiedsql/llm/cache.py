@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from ..errors import ConfigurationError, LLMError, ModelTimeoutError, ReplayMissError
 from . import scores
@@ -155,16 +155,19 @@ class RecordingChatModel:
         with self._lock:
             self._db.close()
 
-    def _lookup(self, key: str) -> ChatResponse | None:
+    def _execute(self, doing: str, sql: str, parameters: tuple[object, ...]) -> tuple[object, ...] | None:
+        """Run one statement on the cache file under the lock; its first row, if any. A SQLite failure is an
+        ``LLMError`` that says what was being done (``read``, ``write``)."""
         try:
             with self._lock:
-                row = self._db.execute(
-                    "SELECT text, response_model, prompt_tokens, completion_tokens, seconds, "
-                    f"{'scores' if self._has_scores else 'NULL'} FROM responses WHERE key = ?",
-                    (key,),
-                ).fetchone()
+                row = self._db.execute(sql, parameters).fetchone()
         except sqlite3.Error as exc:
-            raise LLMError(f"cannot read the LLM cache {self.path}: {exc}.") from exc
+            raise LLMError(f"cannot {doing} the LLM cache {self.path}: {exc}.") from exc
+        return tuple(row) if row is not None else None
+
+    def _lookup(self, key: str) -> ChatResponse | None:
+        row = self._execute("read", "SELECT text, response_model, prompt_tokens, completion_tokens, seconds, "
+                            f"{'scores' if self._has_scores else 'NULL'} FROM responses WHERE key = ?", (key,))
         if row is None:
             return None
         text, model, prompt_tokens, completion_tokens, seconds = row[:5]
@@ -174,44 +177,29 @@ class RecordingChatModel:
                            "token counts or seconds are not of the types it records. The file was edited or is "
                            "not a verifiedsql cache: record it again, or delete that entry.")
         return ChatResponse(
-            text=row[0], model=row[1], prompt_tokens=row[2], completion_tokens=row[3],
-            seconds=row[4], cached=True, scores=scores.loads(row[5]),
+            text=text, model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            seconds=seconds, cached=True, scores=scores.loads(row[5]),
         )
 
     def _store(self, key: str, payload: str, request: ChatRequest, response: ChatResponse) -> None:
-        try:
-            with self._lock:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO responses (key, model, request, text, response_model, prompt_tokens, "
-                    "completion_tokens, seconds, purpose, created, scores) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (key, self._name, payload, response.text, response.model, response.prompt_tokens,
-                     response.completion_tokens, response.seconds, request.purpose, time.time(),
-                     scores.dumps(response.scores)),
-                )
-        except sqlite3.Error as exc:
-            raise LLMError(f"cannot write the LLM cache {self.path}: {exc}.") from exc
-
+        self._execute("write", "INSERT OR REPLACE INTO responses (key, model, request, text, response_model, "
+                      "prompt_tokens, completion_tokens, seconds, purpose, created, scores) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (key, self._name, payload, response.text, response.model, response.prompt_tokens,
+                       response.completion_tokens, response.seconds, request.purpose, time.time(),
+                       scores.dumps(response.scores)))
 
     def _failure(self, key: str) -> str | None:
         """The error recorded for the request ``key`` when it timed out, or None."""
         if not self._has_failures:
             return None
-        try:
-            with self._lock:
-                row = self._db.execute("SELECT error FROM failures WHERE key = ?", (key,)).fetchone()
-        except sqlite3.Error as exc:
-            raise LLMError(f"cannot read the LLM cache {self.path}: {exc}.") from exc
+        row = self._execute("read", "SELECT error FROM failures WHERE key = ?", (key,))
         return str(row[0]) if row is not None else None
 
     def _store_failure(self, key: str, payload: str, request: ChatRequest, error: str) -> None:
-        try:
-            with self._lock:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO failures (key, model, request, error, purpose, created) "
-                    "VALUES (?, ?, ?, ?, ?, ?)", (key, self._name, payload, error, request.purpose, time.time()))
-        except sqlite3.Error as exc:
-            raise LLMError(f"cannot write the LLM cache {self.path}: {exc}.") from exc
+        self._execute("write", "INSERT OR REPLACE INTO failures (key, model, request, error, purpose, created) "
+                      "VALUES (?, ?, ?, ?, ?, ?)", (key, self._name, payload, error, request.purpose, time.time()))
 
 
-def _count(value: object) -> bool:
+def _count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -90,10 +90,10 @@ def shifted(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     column_of = column_resolver(tree, env)
     found = []
     for node in tree.find_all(exp.Add, exp.Sub):
-        date, number = uncast(node.this), unparen(node.expression)
-        if isinstance(node, exp.Add) and not is_date_valued(date, env, column_of):
-            date, number = uncast(node.expression), unparen(node.this)
-        if not (is_date_valued(date, env, column_of) and isinstance(number, exp.Literal) and not number.is_string
+        orders = [(node.this, node.expression), *([(node.expression, node.this)] if isinstance(node, exp.Add) else [])]
+        date, number = next(((uncast(d), unparen(n)) for d, n in orders if is_date_valued(uncast(d), env, column_of)),
+                            (None, None))
+        if not (date is not None and isinstance(number, exp.Literal) and not number.is_string
                 and float(number.this).is_integer()):
             continue
         count = int(float(number.this)) * (-1 if isinstance(node, exp.Sub) else 1)

@@ -105,7 +105,6 @@ class Rules:
     @property
     def any(self) -> bool:
         return bool(self.scale or self.divisor or self.fractional or self.days or self.inclusive or self.first
-                    or self.within_after
                     or self.growth
                     or self.per_item or self.distinct or self.month_text or self.rounding is not None
                     or self.case_insensitive)
