@@ -48,12 +48,18 @@ def repaired(question: str, sql: str, engine: str = "sqlite") -> str:
      Rules(days=True, inclusive=True)),
     ("Count the leaves, including the first and the last.", Rules()),  # no days: nothing to count both ends of
     ("How many leaves lasted over a week, if the start day and the end day both count?",
-     Rules(days=True, inclusive=True)),
+     Rules(days=True, coarser=frozenset({"WEEK"}), inclusive=True)),
     ("What is the total number of days of leave, with both the first and the last day of each leave included?",
      Rules(days=True, inclusive=True)),
     ("How many days did the first and the last order count?", Rules(days=True)),  # no day counted twice
-    ("How many restaurants were inspected within 30 days after they opened?", Rules(days=True, within_after=True)),
-    ("How many orders were cancelled within 90 days of being placed?", Rules(days=True)),  # "of": either side
+    ("How many restaurants were inspected within 30 days after they opened?",
+     Rules(days=True, durations=((30, "day"),), within_after=True)),
+    ("How many orders were cancelled within 90 days of being placed?",
+     Rules(days=True, durations=((90, "day"),))),  # "of": either side
+    ("How many inspections took place more than 10 years or 2 weeks after the opening?",
+     Rules(durations=((10, "year"), (2, "week")))),  # no days: no coarser units either
+    ("On average, how many weeks did a leave last, counting both its first and its last day?",
+     Rules(fractional=True, days=True, coarser=frozenset({"WEEK"}), weeks=True, inclusive=True)),
     ("By what percentage did orders grow from 2022 to 2023?",
      Rules(scale="percent", fractional=True, growth=True, periods=("2022", "2023"))),
     ("What was the percentage change in revenue from 2023 to 2024?",
@@ -658,3 +664,95 @@ def test_within_days_after_a_date_starts_at_that_date(engine, sql, expected):
 ])
 def test_within_days_after_left_alone(question, sql):
     assert fixed(question, sql, "postgresql")[1] == []
+
+
+@pytest.mark.parametrize(("question", "sql", "expected"), [
+    ("How many orders shipped more than 10 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date > STRFTIME('%Y', order_date) + 10",
+     "ship_date > DATE(order_date, '+10 days')"),
+    # the year part on the left, minus the amount
+    ("How many orders were placed at least 180 days before they shipped?",
+     "SELECT COUNT(*) FROM orders WHERE order_date <= STRFTIME('%Y', ship_date) - 180",
+     "order_date <= DATE(ship_date, '-180 days')"),
+    # the unit is the one the question gives that number
+    ("How many orders shipped more than 2 years after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date > 2 + STRFTIME('%Y', order_date)",
+     "ship_date > DATE(order_date, '+2 years')"),
+    ("How many orders shipped within 2 weeks after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE CAST(STRFTIME('%Y', order_date) AS INTEGER) + 2 >= STRFTIME('%Y', ship_date)",
+     "DATE(order_date, '+14 days') >= ship_date"),
+])
+def test_a_date_compared_with_a_year_plus_an_amount_is_the_date_moved_by_it(question, sql, expected):
+    assert repaired(question, sql).endswith(f"WHERE {expected}")
+
+
+@pytest.mark.parametrize(("question", "sql", "engine"), [
+    # no amount of time in the question
+    ("How many orders shipped in a later year?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date > STRFTIME('%Y', order_date) + 1", "sqlite"),
+    # the number is not one the question gives
+    ("How many orders shipped more than 10 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date > STRFTIME('%Y', order_date) + 1", "sqlite"),
+    # one number, two units: which one is meant is not read
+    ("Which orders shipped 3 days after, and which 3 weeks after?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date > STRFTIME('%Y', order_date) + 3", "sqlite"),
+    # a year compared with a year: years, as written
+    ("How many orders shipped more than 2 years after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE STRFTIME('%Y', ship_date) > STRFTIME('%Y', order_date) + 2", "sqlite"),
+    # 'now' is no stored date
+    ("How many orders shipped more than 180 days ago?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date < STRFTIME('%Y', 'now') - 180", "sqlite"),
+    # PostgreSQL refuses a date compared with a number: such a candidate never runs
+    ("How many orders shipped more than 10 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date > EXTRACT(YEAR FROM order_date) + 10", "postgresql"),
+])
+def test_a_year_plus_an_amount_left_alone(question, sql, engine):
+    assert fixed(question, sql, engine)[1] == []
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("sqlite", "SELECT CAST((JULIANDAY(ship_date) - JULIANDAY(order_date)) AS REAL) / 365 FROM orders",
+     "SELECT CAST((JULIANDAY(ship_date) - JULIANDAY(order_date)) AS REAL) FROM orders"),
+    ("sqlite", "SELECT MAX(JULIANDAY(ship_date) - JULIANDAY(order_date)) / 365.25 AS wait FROM orders",
+     "SELECT MAX(JULIANDAY(ship_date) - JULIANDAY(order_date)) AS wait FROM orders"),
+    ("postgresql", "SELECT AVG(ship_date - order_date) / 30 FROM orders",
+     "SELECT AVG(ship_date - order_date) FROM orders"),
+])
+def test_days_asked_are_not_divided_into_years_or_months(engine, sql, expected):
+    sql_fixed, fixes = fixed("How many days did the longest order wait to ship?", sql, engine)
+    assert sql_fixed == expected and "(the days)" in fixes[0]
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    # the question names the unit too
+    ("How many days, or years, did the longest order wait?",
+     "SELECT MAX(JULIANDAY(ship_date) - JULIANDAY(order_date)) / 365 FROM orders"),
+    # what is divided is no difference of dates
+    ("How many days of stock are left?", "SELECT SUM(quantity) / 7 FROM items"),
+    # not a divisor that turns days into a unit
+    ("How many days did the longest order wait?",
+     "SELECT MAX(JULIANDAY(ship_date) - JULIANDAY(order_date)) / 2 FROM orders"),
+])
+def test_days_divided_left_alone(question, sql):
+    assert fixed(question, sql)[1] == []
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("sqlite", "SELECT AVG(JULIANDAY(ship_date) - JULIANDAY(order_date) + 1) FROM orders",
+     "SELECT (AVG(JULIANDAY(ship_date) - JULIANDAY(order_date) + 1)) / 7.0 FROM orders"),
+    ("postgresql", "SELECT AVG(ship_date - order_date + 1) AS weeks FROM orders",
+     "SELECT (AVG(ship_date - order_date + 1)) / 7.0 AS weeks FROM orders"),
+])
+def test_weeks_asked_are_days_divided_by_seven(engine, sql, expected):
+    sql_fixed, fixes = fixed("On average, how many weeks did an order wait, counting its first and its last day?",
+                             sql, engine)
+    assert sql_fixed == expected and "(days in weeks)" in fixes[0]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT AVG(JULIANDAY(ship_date) - JULIANDAY(order_date)) / 7 FROM orders",
+    "SELECT AVG((JULIANDAY(ship_date) - JULIANDAY(order_date)) * 7) FROM orders",  # wrong, but not left undivided
+    "SELECT COUNT(*) FROM orders",  # no days computed
+])
+def test_weeks_left_alone(sql):
+    assert fixed("On average, how many weeks did an order wait?", sql)[1] == []

@@ -19,8 +19,13 @@
 - **first**: a number of days to "its first X" reads X's earliest date per owner, not every X's date;
 - **direction**: "how many days after A did B" (or "days before A was B", "days from A to B") subtracts the
   earlier date from the later, not the other way round;
+- **day units**: a number of days asked is not divided into years, months or weeks (``/ 365``) the question
+  does not name;
 - **shifted**: on SQLite, "30 days after" a date as ``d + 30`` (which adds to the year of the date text) is
   ``DATE(d, '+30 days')``;
+- **year shift**: on SQLite, "more than 10 days after A" as ``b > STRFTIME('%Y', a) + 10`` (a date compared with
+  a year number) is ``b > DATE(a, '+10 days')``, in the unit the question names with that number;
+- **weeks**: "how many weeks" divides a number of days by 7;
 - **inclusive**: "counting the first and the last day" (or "inclusive", "if the start day and the end day both
   count") adds 1 to a difference of dates;
 - **within after**: "within 30 days after A" holds a number of days from A at or above 0 as well as below 30;
@@ -51,7 +56,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .changes import growth, growth_base
-from .dates import days, direction, first, inclusive, month_text, shifted, within_after
+from .dates import day_units, days, direction, first, inclusive, month_text, shifted, weeks, within_after, year_shift
 from .forms import distinct, integer_division, letter_case, rounding
 from .shares import divisor, group_share, per_item, ratio_terms, scale, whole
 from .tree import Env, Finding, Rule, ValueReader
@@ -60,12 +65,13 @@ from .words import Rules, read_rules
 __all__ = ["RULES", "Env", "Finding", "Rules", "ValueReader", "findings", "problems", "read_rules", "repair"]
 
 RULES: tuple[Rule, ...] = (scale, divisor, ratio_terms, whole, group_share, growth_base, growth, per_item,
-                          integer_division, days, shifted, first, direction, inclusive, within_after, distinct,
-                          month_text, rounding, letter_case)
+                          integer_division, days, day_units, shifted, year_shift, first, direction, inclusive,
+                          weeks, within_after, distinct, month_text, rounding, letter_case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
 divisor and the rows each side of a ratio or a share counts, the change over a base (the first period's),
-the average number of things per owner, integer division, days (a date moved by days, to the first of several,
-the later date minus the earlier, then both ends of them and a window after a date) and distinct counts, a
+the average number of things per owner, integer division, days (not divided into a unit the question does not
+name, a date moved by days or by a year part plus days, to the first of several, the later date minus the earlier,
+then both ends of them, weeks, and a window after a date) and distinct counts, a
 month as text; the rounding last of the arithmetic, then the letter case of comparisons."""
 
 

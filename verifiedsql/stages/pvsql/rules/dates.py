@@ -107,6 +107,116 @@ def shifted(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     return found
 
 
+def _year_plus(node: exp.Expr) -> tuple[exp.Expr, int] | None:
+    """(the date, the signed amount) of a date's year part plus or minus a whole number (``STRFTIME('%Y', d) +
+    10``, ``EXTRACT(YEAR FROM d) - 3``), or None."""
+    node = unparen(node)
+    if not isinstance(node, (exp.Add, exp.Sub)):
+        return None
+    orders = [(node.this, node.expression), *([(node.expression, node.this)] if isinstance(node, exp.Add) else [])]
+    for part, number in orders:
+        year, number = _part(part), unparen(number)
+        if year is None or year[0] != "YEAR" or not isinstance(number, exp.Literal) or number.is_string \
+                or not float(number.this).is_integer():
+            continue
+        return year[1], int(float(number.this)) * (-1 if isinstance(node, exp.Sub) else 1)
+    return None
+
+
+_SQLITE_UNITS = {"day": "days", "week": "days", "month": "months", "year": "years"}
+
+
+def year_shift(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """(SQLite) "more than 10 days after A" as ``b > STRFTIME('%Y', a) + 10``, which compares the date text of b
+    with a number (every text is above every number in SQLite): ``a`` moved by the amount in the unit the
+    question names with that number, ``b > DATE(a, '+10 days')``; a year part on the other side is its date,
+    unless the unit is years too."""
+    if not rules.durations or env.engine != "sqlite":
+        return []
+    named: dict[int, set[str]] = {}
+    for amount, unit in rules.durations:
+        named.setdefault(amount, set()).add(unit)
+    column_of = column_resolver(tree, env)
+    found = []
+    for comparison in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ):
+        for moved_side, other_side in ((comparison.expression, comparison.this),
+                                       (comparison.this, comparison.expression)):
+            shift = _year_plus(moved_side)
+            units = named.get(abs(shift[1]), set()) if shift is not None else set()
+            if shift is None or len(units) != 1 or not is_date_valued(shift[0], env, column_of):
+                continue
+            unit = next(iter(units))
+            other = uncast(other_side)
+            other_part = _part(other)
+            year_with_years = other_part is not None and other_part[0] == "YEAR" and unit == "year"
+            other_date = other_part[1] if other_part is not None and other_part[0] == "YEAR" else other
+            if year_with_years or not is_date_valued(other_date, env, column_of):
+                continue  # years compared with years plus years are as the question asks
+            count = shift[1] * (7 if unit == "week" else 1)
+            modifier = exp.Literal.string(f"{count:+d} {_SQLITE_UNITS[unit]}")
+            moved = exp.Date(this=shift[0].copy(), expressions=[modifier])
+            turned = comparison.copy()
+            turned.set("this" if moved_side is comparison.this else "expression", moved)
+            turned.set("expression" if moved_side is comparison.this else "this", other_date.copy())
+            before = render(comparison, env)
+
+            def apply(comparison: exp.Expr = comparison, turned: exp.Expr = turned) -> None:
+                comparison.replace(turned.copy())
+            found.append(Finding(f"{before} compares a date with a year number, not with the date "
+                                 f"{abs(shift[1])} {unit}s on", f"{before} -> {render(turned, env)} (the date moved "
+                                 f"by {abs(shift[1])} {unit}s)", apply))
+            break
+    return found
+
+
+_DAYS_IN = {365.0: "YEAR", 365.25: "YEAR", 30.0: "MONTH", 7.0: "WEEK"}  # a divisor that turns days into the unit
+
+
+def day_units(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A number of days asked, computed as a difference of dates and then divided into years, months or weeks
+    (``/ 365``, ``/ 30``, ``/ 7``) that the question does not name: the days, undivided."""
+    if not rules.days or rules.weeks:
+        return []
+    differences = {id(node) for node in _day_differences(tree, env)}
+    found = []
+    for division in tree.find_all(exp.Div):
+        divisor = unparen(division.expression)
+        if not isinstance(divisor, exp.Literal) or divisor.is_string:
+            continue
+        unit = _DAYS_IN.get(float(divisor.this))
+        if unit is None or unit in rules.coarser or \
+                not any(id(node) in differences for node in division.this.find_all(exp.Sub, exp.DateDiff)):
+            continue
+        before = render(division, env)
+
+        def apply(division: exp.Expr = division) -> None:
+            division.replace(division.this.copy())
+        found.append(Finding(f"the question asks for days, but {before} turns them into {unit.lower()}s",
+                             f"{before} -> {render(division.this, env)} (the days)", apply))
+    return found
+
+
+def weeks(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"How many weeks": an output that computes a number of days (a difference of dates) and neither divides
+    nor multiplies by 7 is divided by 7.0."""
+    if not rules.weeks or not isinstance(tree, exp.Select):
+        return []
+    differences = {id(node) for node in _day_differences(tree, env)}
+    found = []
+    for output in select_outputs(tree):
+        if not any(id(node) in differences for node in output.find_all(exp.Sub, exp.DateDiff)) or any(
+                is_number(node.expression, 7) or is_number(node.this, 7) for node in output.find_all(exp.Div, exp.Mul)):
+            continue
+        divided = exp.Div(this=exp.paren(output.copy()), expression=exp.Literal.number("7.0"), typed=True)
+        before = render(output, env)
+
+        def apply(output: exp.Expr = output, divided: exp.Expr = divided) -> None:
+            output.replace(divided.copy())
+        found.append(Finding(f"the question asks for weeks, but {before} is a number of days",
+                             f"{before} -> {render(divided, env)} (days in weeks)", apply))
+    return found
+
+
 _BELOW_ON_THE_LEFT = (exp.LTE, exp.LT)  # a < b, a <= b: the left side is held below; b > a, b >= a: the right
 
 

@@ -26,7 +26,9 @@ _TOTAL = re.compile(r"\b(?:total|all|overall|whole|entire)\b")
 
 _DAYS = re.compile(r"\bdays?\b")
 _COARSER = {"YEAR": re.compile(r"\byears?\b|\bannual(?:ly)?\b|\byearly\b"),
-            "MONTH": re.compile(r"\bmonths?\b|\bmonthly\b")}
+            "MONTH": re.compile(r"\bmonths?\b|\bmonthly\b"), "WEEK": re.compile(r"\bweeks?\b|\bweekly\b")}
+_DURATION = re.compile(r"\b(\d+) (day|week|month|year)s?\b")
+_WEEKS = re.compile(r"\b(?:how many|number of|in) weeks\b")
 
 
 _FIRST_AND_LAST = (r"(?:(?:the|its|their) )?(?:first|start(?:ing)?|start date) (?:day )?and "
@@ -43,7 +45,7 @@ _GROWTH = re.compile(r"(?:\bpercent(?:age)?|%)\s*(?:change|growth|increase|decre
                      r"|\bby what (?:percent(?:age)?\b|%)|\bgrowth rate\b|\brate of (?:growth|change)\b")
 
 
-_FIRST = re.compile(r"\b(?:its|their) first ([a-z]+)\b")
+_FIRST = re.compile(r"\b(?:its|their) first (?!(?:and|or)\b)([a-z]+)\b")  # not "its first and its last day"
 
 
 _AFTER = re.compile(r"\bdays? (after|since|before) (.+) (?:did|does|do|was|were|is|are|had|has) (.+?)(?:[?.,;]|$)")
@@ -89,7 +91,9 @@ class Rules:
     dividend: str | None = None  # and A's
     fractional: bool = False
     days: bool = False
-    coarser: frozenset[str] = frozenset()  # units above a day the question names too: YEAR, MONTH
+    coarser: frozenset[str] = frozenset()  # units above a day the question names too: YEAR, MONTH, WEEK
+    durations: tuple[tuple[int, str], ...] = ()  # amounts of time it names: "10 days" is (10, "day")
+    weeks: bool = False  # the answer is a number of weeks
     inclusive: bool = False  # a number of days counts the first and the last day
     within_after: bool = False  # "within N days after A": a number of days from A is 0 to N, never below 0
     first: str | None = None  # a number of days to "its first X": X's noun
@@ -105,7 +109,7 @@ class Rules:
     @property
     def any(self) -> bool:
         return bool(self.scale or self.divisor or self.fractional or self.days or self.inclusive or self.first
-                    or self.growth
+                    or self.durations or self.weeks or self.growth
                     or self.per_item or self.distinct or self.month_text or self.rounding is not None
                     or self.case_insensitive)
 
@@ -119,6 +123,8 @@ class Rules:
             lines.append("the answer is a fraction: no division may truncate to an integer")
         if self.days:
             lines.append("a number of days is a difference of dates in the engine's date arithmetic")
+        if self.weeks:
+            lines.append("the answer is a number of weeks: days divided by 7")
         if self.inclusive:
             lines.append("the number of days counts the first and the last day (the difference plus 1)")
         if self.within_after:
@@ -163,6 +169,8 @@ def read_rules(question: str) -> Rules:
     per_item = ((per.group(1) or per.group(3)).strip(), per.group(2) or per.group(4)) if per else None
     return Rules(scale=scale, divisor=divisor, dividend=dividend, fractional=bool(_FRACTIONAL.search(text)), days=days,
                  coarser=frozenset(unit for unit, words in _COARSER.items() if days and words.search(text)),
+                 durations=tuple(dict.fromkeys((int(n), unit) for n, unit in _DURATION.findall(text))),
+                 weeks=bool(_WEEKS.search(text)),
                  inclusive=days and bool(_INCLUSIVE.search(text)), within_after=bool(_WITHIN_AFTER.search(text)),
                  first=first.group(1) if first else None, span=span,
                  growth=bool(_GROWTH.search(text)),
