@@ -10,7 +10,18 @@ from sqlglot import exp
 
 from ...common.values import unaliased
 from ...repair import date_part, day_of_year
-from .tree import Env, Finding, column_resolver, is_date_valued, is_number, render, select_outputs, uncast, unparen
+from .tree import (
+    Env,
+    Finding,
+    column_resolver,
+    is_date_valued,
+    is_number,
+    render,
+    replaced,
+    select_outputs,
+    uncast,
+    unparen,
+)
 from .words import Rules
 
 
@@ -98,12 +109,8 @@ def shifted(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
             continue
         count = int(float(number.this)) * (-1 if isinstance(node, exp.Sub) else 1)
         moved = exp.Date(this=date.copy(), expressions=[exp.Literal.string(f"{count:+d} days")])
-        before = render(node, env)
-
-        def apply(node: exp.Expr = node, moved: exp.Expr = moved) -> None:
-            node.replace(moved.copy())
-        found.append(Finding(f"{before} adds to the year of SQLite's date text, not a number of days",
-                             f"{before} -> {render(moved, env)} (the date that many days on)", apply))
+        found.append(replaced(f"{render(node, env)} adds to the year of SQLite's date text, not a number of days",
+                              node, moved, "the date that many days on", env))
     return found
 
 
@@ -158,13 +165,9 @@ def year_shift(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
             turned = comparison.copy()
             turned.set("this" if moved_side is comparison.this else "expression", moved)
             turned.set("expression" if moved_side is comparison.this else "this", other_date.copy())
-            before = render(comparison, env)
-
-            def apply(comparison: exp.Expr = comparison, turned: exp.Expr = turned) -> None:
-                comparison.replace(turned.copy())
-            found.append(Finding(f"{before} compares a date with a year number, not with the date "
-                                 f"{abs(shift[1])} {unit}s on", f"{before} -> {render(turned, env)} (the date moved "
-                                 f"by {abs(shift[1])} {unit}s)", apply))
+            by = f"{abs(shift[1])} {unit}s"
+            found.append(replaced(f"{render(comparison, env)} compares a date with a year number, not with the date "
+                                  f"{by} on", comparison, turned, f"the date moved by {by}", env))
             break
     return found
 
@@ -187,12 +190,8 @@ def day_units(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         if unit is None or unit in rules.coarser or \
                 not any(id(node) in differences for node in division.this.find_all(exp.Sub, exp.DateDiff)):
             continue
-        before = render(division, env)
-
-        def apply(division: exp.Expr = division) -> None:
-            division.replace(division.this.copy())
-        found.append(Finding(f"the question asks for days, but {before} turns them into {unit.lower()}s",
-                             f"{before} -> {render(division.this, env)} (the days)", apply))
+        found.append(replaced(f"the question asks for days, but {render(division, env)} turns them into "
+                              f"{unit.lower()}s", division, division.this, "the days", env))
     return found
 
 
@@ -208,12 +207,8 @@ def weeks(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
                 is_number(node.expression, 7) or is_number(node.this, 7) for node in output.find_all(exp.Div, exp.Mul)):
             continue
         divided = exp.Div(this=exp.paren(output.copy()), expression=exp.Literal.number("7.0"), typed=True)
-        before = render(output, env)
-
-        def apply(output: exp.Expr = output, divided: exp.Expr = divided) -> None:
-            output.replace(divided.copy())
-        found.append(Finding(f"the question asks for weeks, but {before} is a number of days",
-                             f"{before} -> {render(divided, env)} (days in weeks)", apply))
+        found.append(replaced(f"the question asks for weeks, but {render(output, env)} is a number of days",
+                              output, divided, "days in weeks", env))
     return found
 
 
@@ -251,12 +246,8 @@ def within_after(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         comparison = above[0]
         bounded = exp.paren(exp.and_(exp.GTE(this=difference.copy(), expression=exp.Literal.number(0)),
                                      comparison.copy()))
-        before = render(comparison, env)
-
-        def apply(comparison: exp.Expr = comparison, bounded: exp.Expr = bounded) -> None:
-            comparison.replace(bounded.copy())
-        found.append(Finding(f'the question asks for days "after" a date, but {before} also counts the days '
-                             "before it", f"{before} -> {render(bounded, env)} (from 0 days on)", apply))
+        found.append(replaced(f'the question asks for days "after" a date, but {render(comparison, env)} also '
+                              "counts the days before it", comparison, bounded, "from 0 days on", env))
     return found
 
 
@@ -356,13 +347,9 @@ def direction(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         turned = difference.copy()
         turned.set("this", difference.expression.copy())
         turned.set("expression", difference.this.copy())
-        before = render(difference, env)
-
-        def apply(difference: exp.Expr = difference, turned: exp.Expr = turned) -> None:
-            difference.replace(turned.copy())
-        found.append(Finding(f'the question counts days from "{earlier}" to "{later}", but {before} subtracts the '
-                             "later date from the earlier", f"{before} -> {render(turned, env)} (the later date "
-                             "minus the earlier)", apply))
+        found.append(replaced(f'the question counts days from "{earlier}" to "{later}", but '
+                              f"{render(difference, env)} subtracts the later date from the earlier", difference,
+                              turned, "the later date minus the earlier", env))
     return found
 
 

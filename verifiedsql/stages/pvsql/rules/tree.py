@@ -133,6 +133,11 @@ def render(node: exp.Expr, env: Env) -> str:
     return node.sql(dialect=env.dialect)
 
 
+def replaced(problem: str, node: exp.Expr, new: exp.Expr, why: str, env: Env) -> Finding:
+    """A finding whose fix puts a copy of ``new`` in ``node``'s place, told as "node -> new (why)"."""
+    return Finding(problem, f"{render(node, env)} -> {render(new, env)} ({why})", lambda: node.replace(new.copy()))
+
+
 def reads_words(tree: exp.Expr, words: set[str]) -> bool:
     """Whether the SQL reads a column whose name holds one of ``words`` (``pct_late``: it stores percentages)."""
     return any(set(re.split(r"[^a-z0-9]+", c.name.lower())) & words for c in tree.find_all(exp.Column))
