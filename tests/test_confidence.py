@@ -286,3 +286,42 @@ def test_only_an_ordered_limit_is_checked_for_ties(sql):
 
     from verifiedsql.stages.ties import limit_of
     assert limit_of(sqlglot.parse_one(sql)) is None
+
+
+TODAY = "SELECT COUNT(*) FROM customers WHERE joined < DATE('now', '-400 days')"
+GIVEN_DAY = "SELECT COUNT(*) FROM customers WHERE joined < DATE('2021-01-01', '-100 days')"
+
+
+def test_an_answer_on_today_s_date_the_question_does_not_ask_about_is_doubted(shop_engine_sqlite):
+    # three candidates read today's date, two the date the question gives: today's counts as less in the vote
+    rows, report, _ = ask(shop_engine_sqlite, "How many customers joined over 100 days before 2021-01-01?",
+                          by_seed({0: TODAY, 1: TODAY, 2: TODAY, 3: GIVEN_DAY, 4: GIVEN_DAY}))
+    assert report.sql == GIVEN_DAY and "today" not in verdicts(report)
+    rows, report, _ = ask(shop_engine_sqlite, "How many customers joined over 100 days before 2021-01-01?",
+                          lambda r: fenced(TODAY))
+    assert verdicts(report)["today"] == "against" and report.confidence == "probable"
+
+
+def test_today_s_date_is_no_doubt_where_the_question_asks_about_today(shop_engine_sqlite):
+    rows, report, _ = ask(shop_engine_sqlite, "How many customers joined more than 400 days ago?",
+                          lambda r: fenced(TODAY))
+    assert "today" not in verdicts(report) and report.confidence == "verified"
+
+
+@pytest.mark.parametrize("sql", ["SELECT COUNT(*) FROM customers WHERE joined > 2020",
+                                 "SELECT COUNT(*) FROM customers WHERE joined > STRFTIME('%Y', '2020-06-01') + 1",
+                                 "SELECT COUNT(*) FROM customers WHERE joined BETWEEN 2020 AND '2021-01-01'"])
+def test_a_date_compared_with_a_number_on_sqlite_is_doubted(shop_engine_sqlite, sql):
+    right = "SELECT COUNT(*) FROM customers WHERE joined > '2021-01-01'"
+    rows, report, _ = ask(shop_engine_sqlite, "How many customers joined after 2021?",
+                          by_seed({0: sql, 1: sql, 2: sql, 3: right, 4: right}))
+    assert report.sql == right
+    rows, report, _ = ask(shop_engine_sqlite, "How many customers joined after 2021?", lambda r: fenced(sql))
+    assert verdicts(report)["dates"] == "against" and report.confidence == "probable"
+
+
+def test_a_date_compared_with_a_date_or_a_year_with_a_number_is_no_doubt(shop_engine_sqlite):
+    for sql in ("SELECT COUNT(*) FROM customers WHERE joined > DATE('2020-06-01', '+10 days')",
+                "SELECT COUNT(*) FROM customers WHERE CAST(STRFTIME('%Y', joined) AS INTEGER) > 2020"):
+        rows, report, _ = ask(shop_engine_sqlite, "How many customers joined after 2020?", lambda r: fenced(sql))
+        assert "dates" not in verdicts(report), sql

@@ -11,6 +11,9 @@ Each check looks at the answer from one side and says ``for``, ``against`` or ``
 - ``wording``: a string value the SQL compares with a column that the question does not name (against: the
   answer rests on a value the user never gave, as when a question no table answers is matched to a stored
   value that looks related);
+- ``today``: the SQL reads today's date where the question names no time relative to today (against: the
+  answer changes from day to day);
+- ``dates``: (SQLite) the SQL compares a date with a number, which SQLite makes true for every row or none;
 - ``refinement``: the chosen SQL needed self-refinement or a repair before it ran (neutral: the repaired SQL
   still has to win the vote);
 - ``constraints``: the question's constraints (``verify``), and with ``constraint_repair`` the arithmetic its
@@ -23,9 +26,10 @@ Each check looks at the answer from one side and says ``for``, ``against`` or ``
   concluded, when they ran;
 - ``time``: the question's time budget ran out before every check was done.
 
-With ``weigh_evidence`` the vote itself weighs three of these checks: a candidate whose result is empty or
-NULL, whose SQL compares with a value the question does not name, or whose literal lives in a linked table
-(``doubts``) counts as less than one vote when clusters are compared (``cluster.select_majority``).
+With ``weigh_evidence`` the vote itself weighs five of these checks: a candidate whose result is empty or
+NULL, whose SQL compares with a value the question does not name, whose literal lives in a linked table, that
+reads today's date unasked, or that compares a date with a number on SQLite (``doubts``) counts as less than
+one vote when clusters are compared (``cluster.select_majority``).
 
 The tier follows from the evidence by ``TierRule.tier_of`` (its thresholds are fitted on one seeded half of
 Spider dev and reported on the other; see docs/trust.md):
@@ -39,6 +43,7 @@ Spider dev and reported on the other; see docs/trust.md):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -49,6 +54,8 @@ from ..report import Candidate, Confidence, Evidence, EvidenceVerdict, LiteralOu
 from ..results import ResultSet
 from .base import Pool
 from .cluster import Doubt
+from .common.catalog import Catalog
+from .common.date_nodes import column_resolver, is_date_valued
 from .common.terms import named_in
 from .context import QuestionContext
 from .generate import CandidateRun
@@ -132,6 +139,47 @@ def _wording(tree: exp.Expr | None, question: str) -> list[Evidence]:
     return [Evidence("wording", "against", f"the SQL compares with {shown}, which the question does not name")]
 
 
+_TODAY_WORDS = re.compile(r"\b(?:today|now|current|currently|present|as of|ago|recent|recently|this (?:year|month|week|"
+                          r"quarter)|past \d+|so far|to date|still|yet|age|aged|old|older)\b")
+_CLOCK = (exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime, exp.CurrentDatetime)
+
+
+def _today(tree: exp.Expr | None, question: str) -> list[Evidence]:
+    """Against an answer that reads today's date (``CURRENT_DATE``, ``NOW()``, ``'now'``) where the question names
+    no time relative to today: such an answer changes from one day to the next."""
+    if tree is None or _TODAY_WORDS.search(question.lower()):
+        return []
+    if not any(isinstance(node, _CLOCK) or (isinstance(node, exp.Literal) and node.is_string
+                                            and node.name.strip().lower() == "now") for node in tree.walk()):
+        return []
+    return [Evidence("today", "against", "the SQL reads today's date, which the question does not ask about: the "
+                     "answer changes from day to day")]
+
+
+def _numeric(node: exp.Expr) -> bool:
+    """A number on SQLite: a number literal or arithmetic (which SQLite always computes as a number)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return (isinstance(node, exp.Literal) and not node.is_string) or isinstance(node, (exp.Add, exp.Sub, exp.Mul,
+                                                                                      exp.Div))
+
+
+def _date_against_number(tree: exp.Expr | None, ctx: QuestionContext) -> list[Evidence]:
+    """(SQLite) Against an answer that compares a date with a number (``end_date > STRFTIME('%Y', start_date) +
+    10``): SQLite orders every text above every number, so such a comparison holds for every row or for none."""
+    if tree is None or ctx.database.profile.name != "sqlite":
+        return []
+    column_of = column_resolver(tree, Catalog(ctx.schema, "sqlite"))
+    for node in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ, exp.Between):
+        sides = ([node.this, node.args.get("low"), node.args.get("high")] if isinstance(node, exp.Between)
+                 else [node.this, node.expression])
+        present = [side for side in sides if side is not None]
+        if any(is_date_valued(side, column_of) for side in present) and any(_numeric(side) for side in present):
+            return [Evidence("dates", "against", f"{node.sql(dialect='sqlite')} compares a date with a number, "
+                             "which SQLite makes true for every row or for none")]
+    return []
+
+
 _LITERAL_VERDICTS: tuple[tuple[LiteralOutcome, EvidenceVerdict], ...] = (
     ("elsewhere", "against"), ("absent", "neutral"), ("repaired", "neutral"), ("variant", "neutral"))
 
@@ -182,9 +230,11 @@ def _stage_checks(report: VerificationReport, chosen_sql: str, cluster: set[int]
 
 def doubts(run: CandidateRun, ctx: QuestionContext) -> list[Evidence]:
     """The checks against one candidate's result on their own, before any vote: an empty or NULL result, a
-    compared value the question does not name, a literal stored in a linked table instead."""
+    compared value the question does not name, today's date unasked, a date compared with a number (SQLite), a
+    literal stored in a linked table instead."""
     found = [e for e in _result(run.result) if e.verdict == "against"] if run.result is not None else []
-    found += _wording(_query_tree(run.candidate.sql, ctx), ctx.question)
+    tree = _query_tree(run.candidate.sql, ctx)
+    found += _wording(tree, ctx.question) + _today(tree, ctx.question) + _date_against_number(tree, ctx)
     found += [e for e in _literals(run.candidate) if e.verdict == "against"]
     return found
 
@@ -209,7 +259,7 @@ def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[E
         found.append(Evidence("refinement", "neutral",
                               f"the chosen SQL ran after {len(chosen.attempts)} failed or repaired version(s)"))
     found += _literals(chosen)
-    found += _wording(tree, ctx.question)
+    found += _wording(tree, ctx.question) + _today(tree, ctx.question) + _date_against_number(tree, ctx)
     if ctx.options.verify or (ctx.options.constraint_repair and ctx.report.constraints):  # the question states some
         found.append(Evidence("constraints", "against" if chosen.violations else "for",
                               "; ".join(chosen.violations) if chosen.violations

@@ -8,13 +8,13 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from ...common.date_nodes import is_date_valued
 from ...common.values import unaliased
 from ...repair import date_part, day_of_year
 from .tree import (
     Env,
     Finding,
     column_resolver,
-    is_date_valued,
     is_number,
     render,
     replaced,
@@ -64,7 +64,7 @@ def days(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         parts = _like_parts(sub, rules)
         if parts is None:
             sides = (uncast(sub.left), uncast(sub.right))
-            if env.engine != "sqlite" or not all(is_date_valued(side, env, column_of) for side in sides):
+            if env.engine != "sqlite" or not all(is_date_valued(side, column_of) for side in sides):
                 continue
             parts = (*sides, "SQLite subtracts the years of date text")
         end, start, why = parts
@@ -102,7 +102,7 @@ def shifted(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     found = []
     for node in tree.find_all(exp.Add, exp.Sub):
         orders = [(node.this, node.expression), *([(node.expression, node.this)] if isinstance(node, exp.Add) else [])]
-        date, number = next(((uncast(d), unparen(n)) for d, n in orders if is_date_valued(uncast(d), env, column_of)),
+        date, number = next(((uncast(d), unparen(n)) for d, n in orders if is_date_valued(uncast(d), column_of)),
                             (None, None))
         if not (date is not None and isinstance(number, exp.Literal) and not number.is_string
                 and float(number.this).is_integer()):
@@ -150,14 +150,14 @@ def year_shift(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
                                        (comparison.this, comparison.expression)):
             shift = _year_plus(moved_side)
             units = named.get(abs(shift[1]), set()) if shift is not None else set()
-            if shift is None or len(units) != 1 or not is_date_valued(shift[0], env, column_of):
+            if shift is None or len(units) != 1 or not is_date_valued(shift[0], column_of):
                 continue
             unit = next(iter(units))
             other = uncast(other_side)
             other_part = _part(other)
             year_with_years = other_part is not None and other_part[0] == "YEAR" and unit == "year"
             other_date = other_part[1] if other_part is not None and other_part[0] == "YEAR" else other
-            if year_with_years or not is_date_valued(other_date, env, column_of):
+            if year_with_years or not is_date_valued(other_date, column_of):
                 continue  # years compared with years plus years are as the question asks
             count = shift[1] * (7 if unit == "week" else 1)
             modifier = exp.Literal.string(f"{count:+d} {_SQLITE_UNITS[unit]}")
@@ -264,7 +264,7 @@ def _day_differences(tree: exp.Expr, env: Env) -> list[exp.Expr]:
             continue
         sides = (uncast(node.this), uncast(node.expression))
         if all(isinstance(side, exp.Anonymous) and side.name.upper() == "JULIANDAY" for side in sides) or (
-                env.engine != "sqlite" and all(is_date_valued(side, env, column_of) for side in sides)):
+                env.engine != "sqlite" and all(is_date_valued(side, column_of) for side in sides)):
             found.append(node)
     return found
 
@@ -289,7 +289,7 @@ def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         keys = [side for on in conditions for eq in on.find_all(exp.EQ)
                 for side in (eq.this, eq.expression) if isinstance(side, exp.Column) and side.table.lower() == alias]
         dates = {c.name.lower(): c for output in select_outputs(tree) for c in output.find_all(exp.Column)
-                 if c.table.lower() == alias and is_date_valued(c, env, column_of)}
+                 if c.table.lower() == alias and is_date_valued(c, column_of)}
         read = {c.name.lower() for c in tree.find_all(exp.Column) if c.table.lower() == alias}
         if len(keys) != 1 or len(dates) != 1 or read != {keys[0].name.lower(), *dates}:
             continue

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from ....db.schema import Column, Schema, Table
+from ....db.schema import Column, Schema
 from ...common.catalog import Catalog
-from ...common.facts import date_like
+from ...common.date_nodes import ColumnOf
+from ...common.date_nodes import column_resolver as resolve_columns
 from ...common.frames import column_kind
 from ..constraints import INT, REAL, UNKNOWN
 from .words import Rules
@@ -251,24 +252,9 @@ def sum_condition(node: exp.Expr) -> exp.Expr | None:
     return ifs[0].this if len(ifs) == 1 and (default is None or is_number(default, 0)) else None
 
 
-def column_resolver(tree: exp.Expr, env: Env) -> Callable[[exp.Column], Column | None]:
-    """The schema column a column reference reads: in the table its qualifier names, else in the one table the
-    query reads that has it (None when none or several do)."""
-    catalog = env.catalog()
-    tables: dict[str, Table] = {}
-    for node in tree.find_all(exp.Table):
-        if (table := catalog.table(node.name)) is not None:
-            tables[node.alias_or_name.lower()] = table
-            tables.setdefault(node.name.lower(), table)
-    every = list({id(t): t for t in tables.values()}.values())
-
-    def column_of(node: exp.Column) -> Column | None:
-        holders = ([tables[node.table.lower()]] if node.table.lower() in tables else []) if node.table else every
-        ident = node.this if isinstance(node.this, exp.Identifier) else node.name
-        found = [c for t in holders if (c := catalog.column(t, ident)) is not None]
-        return found[0] if len(found) == 1 else None
-
-    return column_of
+def column_resolver(tree: exp.Expr, env: Env) -> ColumnOf:
+    """The schema column a column reference reads (``common.date_nodes.column_resolver`` in the env's catalog)."""
+    return resolve_columns(tree, env.catalog())
 
 
 def column_typer(tree: exp.Expr, env: Env) -> Callable[[exp.Column], str]:
@@ -281,23 +267,6 @@ def column_typer(tree: exp.Expr, env: Env) -> Callable[[exp.Column], str]:
         return INT if kind in ("int", "bool") else REAL if kind == "float" else UNKNOWN
 
     return column_type
-
-
-def is_date_valued(node: exp.Expr, env: Env, column_of: Callable[[exp.Column], Column | None]) -> bool:
-    """A date column (by its type, or text whose sampled values are all dates), its MIN or MAX, a date function,
-    or a date literal."""
-    node = unparen(node)
-    if isinstance(node, (exp.Max, exp.Min)):
-        return is_date_valued(node.this, env, column_of)
-    if isinstance(node, (exp.Date, exp.TsOrDsToDate, exp.CurrentDate)):
-        return True
-    if isinstance(node, exp.Literal) and node.is_string:
-        return date_like(node.this) is not None
-    if isinstance(node, exp.Column) and (column := column_of(node)) is not None:
-        kind = column_kind(column.type)
-        return kind in ("date", "timestamp") or (kind in ("text", "any") and bool(column.samples)
-                                                 and all(date_like(v) for v in column.samples))
-    return False
 
 
 def noun_column(tree: exp.Select, noun: str, env: Env) -> exp.Column | None:
