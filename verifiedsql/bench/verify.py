@@ -130,6 +130,8 @@ ANALYTICS_RUNS = {
                                             "analytics-heldout-2"),
     "analytics-heldout-3-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
                                         "The third set of later date questions on SQLite", "analytics-heldout-3"),
+    "analytics-heldout-4-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
+                                        "The fourth set of later date questions on SQLite", "analytics-heldout-4"),
 }
 
 # which stages are on by default (bench stages): run -> (model, sample size, cache folder, page, the page's
