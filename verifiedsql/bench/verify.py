@@ -132,6 +132,9 @@ ANALYTICS_RUNS = {
                                         "The third set of later date questions on SQLite", "analytics-heldout-3"),
     "analytics-heldout-4-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
                                         "The fourth set of later date questions on SQLite", "analytics-heldout-4"),
+    "analytics-heldout-4-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
+                                            "The fourth set of later date questions on PostgreSQL",
+                                            "analytics-heldout-4"),
 }
 
 # which stages are on by default (bench stages): run -> (model, sample size, cache folder, page, the page's
