@@ -180,6 +180,12 @@ def _date_against_number(tree: exp.Expr | None, ctx: QuestionContext) -> list[Ev
     return []
 
 
+def _sql_checks(tree: exp.Expr | None, ctx: QuestionContext) -> list[Evidence]:
+    """What the SQL alone says against the answer: an unnamed value, today's date unasked, a date against a
+    number."""
+    return _wording(tree, ctx.question) + _today(tree, ctx.question) + _date_against_number(tree, ctx)
+
+
 _LITERAL_VERDICTS: tuple[tuple[LiteralOutcome, EvidenceVerdict], ...] = (
     ("elsewhere", "against"), ("absent", "neutral"), ("repaired", "neutral"), ("variant", "neutral"))
 
@@ -233,8 +239,7 @@ def doubts(run: CandidateRun, ctx: QuestionContext) -> list[Evidence]:
     compared value the question does not name, today's date unasked, a date compared with a number (SQLite), a
     literal stored in a linked table instead."""
     found = [e for e in _result(run.result) if e.verdict == "against"] if run.result is not None else []
-    tree = _query_tree(run.candidate.sql, ctx)
-    found += _wording(tree, ctx.question) + _today(tree, ctx.question) + _date_against_number(tree, ctx)
+    found += _sql_checks(_query_tree(run.candidate.sql, ctx), ctx)
     found += [e for e in _literals(run.candidate) if e.verdict == "against"]
     return found
 
@@ -259,7 +264,7 @@ def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[E
         found.append(Evidence("refinement", "neutral",
                               f"the chosen SQL ran after {len(chosen.attempts)} failed or repaired version(s)"))
     found += _literals(chosen)
-    found += _wording(tree, ctx.question) + _today(tree, ctx.question) + _date_against_number(tree, ctx)
+    found += _sql_checks(tree, ctx)
     if ctx.options.verify or (ctx.options.constraint_repair and ctx.report.constraints):  # the question states some
         found.append(Evidence("constraints", "against" if chosen.violations else "for",
                               "; ".join(chosen.violations) if chosen.violations
