@@ -93,6 +93,17 @@ def _day_difference(sub: exp.Sub, end: exp.Expr, start: exp.Expr, why: str, env:
                    f"{before} -> {render(build(), env)} (days between two dates)", lambda: sub.replace(build()))
 
 
+def _operands(node: exp.Binary) -> list[tuple[exp.Expr, exp.Expr]]:
+    """(one side, the other) of ``a + b`` both ways round, of ``a - b`` as written."""
+    pairs = [(node.this, node.expression)]
+    return [*pairs, (node.expression, node.this)] if isinstance(node, exp.Add) else pairs
+
+
+def _computes_days(node: exp.Expr, differences: set[int]) -> bool:
+    """Whether ``node`` holds one of the day ``differences`` (by identity: ``_day_differences``' nodes)."""
+    return any(id(inner) in differences for inner in node.find_all(exp.Sub, exp.DateDiff))
+
+
 def shifted(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     """(SQLite) a date moved by a number of days as ``d + 30``, which adds 30 to the year of the date text: the
     date 30 days on, ``DATE(d, '+30 days')`` (ISO text, so it compares with other dates as dates do)."""
@@ -101,9 +112,8 @@ def shifted(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     column_of = column_resolver(tree, env)
     found = []
     for node in tree.find_all(exp.Add, exp.Sub):
-        orders = [(node.this, node.expression), *([(node.expression, node.this)] if isinstance(node, exp.Add) else [])]
-        date, number = next(((uncast(d), unparen(n)) for d, n in orders if is_date_valued(uncast(d), column_of)),
-                            (None, None))
+        date, number = next(((uncast(d), unparen(n)) for d, n in _operands(node)
+                             if is_date_valued(uncast(d), column_of)), (None, None))
         if not (date is not None and isinstance(number, exp.Literal) and not number.is_string
                 and float(number.this).is_integer()):
             continue
@@ -120,8 +130,7 @@ def _year_plus(node: exp.Expr) -> tuple[exp.Expr, int] | None:
     node = unparen(node)
     if not isinstance(node, (exp.Add, exp.Sub)):
         return None
-    orders = [(node.this, node.expression), *([(node.expression, node.this)] if isinstance(node, exp.Add) else [])]
-    for part, number in orders:
+    for part, number in _operands(node):
         year, number = _part(part), unparen(number)
         if year is None or year[0] != "YEAR" or not isinstance(number, exp.Literal) or number.is_string \
                 or not float(number.this).is_integer():
@@ -187,8 +196,7 @@ def day_units(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         if not isinstance(divisor, exp.Literal) or divisor.is_string:
             continue
         unit = _DAYS_IN.get(float(divisor.this))
-        if unit is None or unit in rules.coarser or \
-                not any(id(node) in differences for node in division.this.find_all(exp.Sub, exp.DateDiff)):
+        if unit is None or unit in rules.coarser or not _computes_days(division.this, differences):
             continue
         found.append(replaced(f"the question asks for days, but {render(division, env)} turns them into "
                               f"{unit.lower()}s", division, division.this, "the days", env))
@@ -203,7 +211,7 @@ def weeks(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     differences = {id(node) for node in _day_differences(tree, env)}
     found = []
     for output in select_outputs(tree):
-        if not any(id(node) in differences for node in output.find_all(exp.Sub, exp.DateDiff)) or any(
+        if not _computes_days(output, differences) or any(
                 is_number(node.expression, 7) or is_number(node.this, 7) for node in output.find_all(exp.Div, exp.Mul)):
             continue
         divided = exp.Div(this=exp.paren(output.copy()), expression=exp.Literal.number("7.0"), typed=True)
