@@ -200,3 +200,29 @@ def test_the_command_line_summarises_stored_records(small_set, questions, tmp_pa
                  "--report-only", "--quiet", "--model", "1.5b"]) == 0
     printed = capsys.readouterr().out
     assert "all 3/3" in printed and f"analytics-sqlite-{MODELS['1.5b'].alias}.md" in printed
+
+
+def test_two_processes_loading_one_database_at_once_both_find_it(data, postgres_url):
+    # bench verify replays several PostgreSQL runs in parallel: each loads the same dumps into one server
+    import threading
+
+    engines = [sa.create_engine(postgres_url, poolclass=sa.NullPool) for _ in range(3)]
+    with engines[0].begin() as conn:
+        conn.execute(sa.text("DROP SCHEMA IF EXISTS saas CASCADE"))
+    errors: list[BaseException] = []
+
+    def load(engine: sa.Engine) -> None:
+        try:
+            load_postgres(engine, data / "postgres" / "saas.sql", "saas")
+        except BaseException as error:  # noqa: BLE001
+            errors.append(error)
+    threads = [threading.Thread(target=load, args=(engine,)) for engine in engines]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with engines[0].connect() as conn:
+        accounts = conn.execute(sa.text("SELECT COUNT(*) FROM saas.accounts")).scalar()
+    for engine in engines:
+        engine.dispose()
+    assert not errors and accounts == 200
