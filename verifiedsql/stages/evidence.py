@@ -158,8 +158,7 @@ def _today(tree: exp.Expr | None, question: str) -> list[Evidence]:
 
 def _numeric(node: exp.Expr) -> bool:
     """A number on SQLite: a number literal or arithmetic (which SQLite always computes as a number)."""
-    while isinstance(node, exp.Paren):
-        node = node.this
+    node = node.unnest()
     return (isinstance(node, exp.Literal) and not node.is_string) or isinstance(node, (exp.Add, exp.Sub, exp.Mul,
                                                                                       exp.Div))
 

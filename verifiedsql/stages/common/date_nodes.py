@@ -37,8 +37,7 @@ def column_resolver(tree: exp.Expr, catalog: Catalog) -> ColumnOf:
 def is_date_valued(node: exp.Expr, column_of: ColumnOf) -> bool:
     """A date column (by its type, or text whose sampled values are all dates), its MIN or MAX, a date function,
     or a date literal."""
-    while isinstance(node, exp.Paren):
-        node = node.this
+    node = node.unnest()
     if isinstance(node, (exp.Max, exp.Min)):
         return is_date_valued(node.this, column_of)
     if isinstance(node, (exp.Date, exp.TsOrDsToDate, exp.CurrentDate)):

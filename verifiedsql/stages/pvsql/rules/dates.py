@@ -99,6 +99,14 @@ def _operands(node: exp.Binary) -> list[tuple[exp.Expr, exp.Expr]]:
     return [*pairs, (node.expression, node.this)] if isinstance(node, exp.Add) else pairs
 
 
+def _signed_whole(node: exp.Binary, number: exp.Expr) -> int | None:
+    """``number`` as a whole number, negated where ``node`` subtracts it; None when it is no whole number."""
+    number = unparen(number)
+    if not isinstance(number, exp.Literal) or number.is_string or not float(number.this).is_integer():
+        return None
+    return int(float(number.this)) * (-1 if isinstance(node, exp.Sub) else 1)
+
+
 def _computes_days(node: exp.Expr, differences: set[int]) -> bool:
     """Whether ``node`` holds one of the day ``differences`` (by identity: ``_day_differences``' nodes)."""
     return any(id(inner) in differences for inner in node.find_all(exp.Sub, exp.DateDiff))
@@ -112,12 +120,11 @@ def shifted(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     column_of = column_resolver(tree, env)
     found = []
     for node in tree.find_all(exp.Add, exp.Sub):
-        date, number = next(((uncast(d), unparen(n)) for d, n in _operands(node)
-                             if is_date_valued(uncast(d), column_of)), (None, None))
-        if not (date is not None and isinstance(number, exp.Literal) and not number.is_string
-                and float(number.this).is_integer()):
+        date, number = next(((uncast(d), n) for d, n in _operands(node) if is_date_valued(uncast(d), column_of)),
+                            (None, None))
+        count = _signed_whole(node, number) if date is not None and number is not None else None
+        if date is None or count is None:
             continue
-        count = int(float(number.this)) * (-1 if isinstance(node, exp.Sub) else 1)
         moved = exp.Date(this=date.copy(), expressions=[exp.Literal.string(f"{count:+d} days")])
         found.append(replaced(f"{render(node, env)} adds to the year of SQLite's date text, not a number of days",
                               node, moved, "the date that many days on", env))
@@ -131,11 +138,9 @@ def _year_plus(node: exp.Expr) -> tuple[exp.Expr, int] | None:
     if not isinstance(node, (exp.Add, exp.Sub)):
         return None
     for part, number in _operands(node):
-        year, number = _part(part), unparen(number)
-        if year is None or year[0] != "YEAR" or not isinstance(number, exp.Literal) or number.is_string \
-                or not float(number.this).is_integer():
-            continue
-        return year[1], int(float(number.this)) * (-1 if isinstance(node, exp.Sub) else 1)
+        year, count = _part(part), _signed_whole(node, number)
+        if year is not None and year[0] == "YEAR" and count is not None:
+            return year[1], count
     return None
 
 
