@@ -238,6 +238,66 @@ def test_year_becomes_the_engines_date_part(engine_factory, dialect):
     assert_repaired(report, model, broken, "YEAR(joined) -> ")
 
 
+# -------------------------------------------------------------------------------- the date arithmetic
+
+def test_a_date_shifted_by_an_interval_becomes_sqlites_date_modifier(engine_factory):
+    from backends import load_shop
+    engine = load_shop(engine_factory("sqlite"))  # customers join 37 days apart from 2020-01-01
+    broken = "SELECT name FROM customers WHERE joined <= DATE('2020-01-01') + INTERVAL 80 DAY"
+    rows, report, model = repaired(engine, broken)
+    assert rows == [("Customer 1",), ("Customer 2",), ("Customer 3",)]
+    assert_repaired(report, model, broken, "(SQLite has no intervals)")
+    assert "DATE(DATE('2020-01-01'), '+80 days')" in report.sql
+
+
+@pytest.mark.parametrize(("written", "modifier"), [
+    ("joined + INTERVAL '60 days'", "'+60 days'"),
+    ("joined - INTERVAL 2 WEEK", "'-14 days'"),
+    ("INTERVAL '1' MONTH + joined", "'+1 months'"),
+    ("DATE_ADD(joined, INTERVAL 3 YEAR)", "'+3 years'"),
+    ("DATE_SUB(joined, INTERVAL 10 DAY)", "'-10 days'"),
+])
+def test_every_spelling_of_a_shift_by_whole_units_is_read(written, modifier):
+    schema = Schema((Table("customers", (Column("name", "TEXT"), Column("joined", "DATE"))),))
+    found = proposals(schema, "sqlite", "sqlite", f"SELECT name FROM customers WHERE {written} > '2021-01-01'",
+                      "near \"'60 days'\": syntax error")
+    assert found and f"WHERE DATE(joined, {modifier}) > '2021-01-01'" in found[0].sql
+
+
+@pytest.mark.parametrize("written", ["joined + INTERVAL 1.5 DAY", "joined + INTERVAL 3 HOUR"])
+def test_a_shift_sqlite_cannot_write_as_whole_days_months_or_years_is_left_alone(written):
+    schema = Schema((Table("customers", (Column("name", "TEXT"), Column("joined", "DATE"))),))
+    found = proposals(schema, "sqlite", "sqlite", f"SELECT name FROM customers WHERE {written} > '2021-01-01'",
+                      "syntax error")
+    assert not [p for p in found if "intervals" in " ".join(p.fixes)]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "duckdb"])
+def test_a_unit_first_datediff_becomes_the_engines_days_between(engine_factory, dialect):
+    from backends import load_shop
+    engine = load_shop(engine_factory(dialect))
+    broken = "SELECT name FROM customers WHERE DATEDIFF(day, '2020-01-01', joined) < 80"
+    rows, report, model = repaired(engine, broken)
+    assert rows == [("Customer 1",), ("Customer 2",), ("Customer 3",)]
+    assert_repaired(report, model, broken, "(days from the second date to the third)")
+    assert "DATEDIFF" not in report.sql
+    assert report.candidates[0].fixes == ["DATEDIFF(day, '2020-01-01', joined) -> " + {
+        "sqlite": "(JULIANDAY(joined) - JULIANDAY('2020-01-01'))",
+        "postgresql": "(CAST(joined AS DATE) - CAST('2020-01-01' AS DATE))",
+        "duckdb": "DATE_DIFF('DAY', CAST('2020-01-01' AS DATE), joined)"}[dialect]
+        + " (days from the second date to the third)"]
+
+
+def test_the_unit_of_a_datediff_is_not_taken_for_a_misspelt_column():
+    # a table with a column the word "day" is near: the column repairs leave the unit alone
+    schema = Schema((Table("shifts", (Column("days", "INTEGER"), Column("started", "DATE"),
+                                      Column("ended", "DATE"))),))
+    found = proposals(schema, "sqlite", "sqlite", "SELECT MAX(DATEDIFF(day, started, ended)) FROM shifts",
+                      "no such column: day")
+    assert found[0].sql == "SELECT MAX((JULIANDAY(ended) - JULIANDAY(started))) FROM shifts"
+    assert len(found[0].fixes) == 1  # the DATEDIFF's, and no column repair
+
+
 # ------------------------------------------------------------------------------------ the clauses
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "duckdb"])

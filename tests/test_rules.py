@@ -666,6 +666,38 @@ def test_within_days_after_left_alone(question, sql):
     assert fixed(question, sql, "postgresql")[1] == []
 
 
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    # at or after the date moved on: the dates after the window, not within it
+    ("sqlite", "SELECT COUNT(*) FROM orders WHERE ship_date >= DATE(order_date, '+3 days')",
+     "SELECT COUNT(*) FROM orders WHERE ship_date BETWEEN order_date AND DATE(order_date, '+3 days')"),
+    ("postgresql", "SELECT COUNT(*) FROM orders WHERE order_date + INTERVAL '3 days' < ship_date",
+     "SELECT COUNT(*) FROM orders WHERE ship_date BETWEEN order_date AND order_date + INTERVAL '3 DAYS'"),
+    # up to the date moved on with nothing from the date itself: the dates before it too
+    ("sqlite", "SELECT COUNT(*) FROM orders WHERE ship_date <= DATE(order_date, '+3 days')",
+     "SELECT COUNT(*) FROM orders WHERE (ship_date >= order_date AND ship_date <= DATE(order_date, '+3 days'))"),
+])
+def test_within_days_after_a_date_moved_on_is_the_window_from_that_date(engine, sql, expected):
+    fixed_sql, fixes = fixed("How many orders shipped within 3 days after they were placed?", sql, engine)
+    assert fixed_sql == expected and len(fixes) == 1
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    # the window already starts at the date
+    ("How many orders shipped within 3 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date <= DATE(order_date, '+3 days') AND ship_date >= order_date"),
+    # another number of days than the question's, or a move from a literal ('now')
+    ("How many orders shipped within 3 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date >= DATE(order_date, '+5 days')"),
+    ("How many orders shipped within 3 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date >= DATE('now', '+3 days')"),
+    # not "after"
+    ("How many orders shipped within 3 days of being placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date >= DATE(order_date, '+3 days')"),
+])
+def test_within_days_after_a_date_moved_on_left_alone(question, sql):
+    assert fixed(question, sql, "sqlite")[1] == []
+
+
 @pytest.mark.parametrize(("question", "sql", "expected"), [
     ("How many orders shipped more than 10 days after they were placed?",
      "SELECT COUNT(*) FROM orders WHERE ship_date > STRFTIME('%Y', order_date) + 10",

@@ -10,6 +10,7 @@ from ..common.catalog import Catalog
 from ..common.catalog import sources as _sources
 from .clauses import UNGROUPED, ClauseRepairs
 from .columns import ColumnRepairs
+from .date_math import DateMathRepairs, is_day_unit_argument
 from .dialect import FunctionRepairs
 from .identifiers import TableRepairs
 from .problems import READ_ERRORS, Problem, own_columns
@@ -29,10 +30,10 @@ def plan(catalog: Catalog, dialect: str, sql: str, error: str) -> tuple[exp.Expr
     return tree, [p for p in problems if p.options]
 
 
-class Planner(ColumnRepairs, TableRepairs, TypeRepairs, FunctionRepairs, ClauseRepairs):
+class Planner(ColumnRepairs, TableRepairs, TypeRepairs, DateMathRepairs, FunctionRepairs, ClauseRepairs):
     """Finds the problems of one parsed SQL and the ways to fix each. Fixes are applied later, in the
-    order found: tables, columns, types, functions, then clauses; each builds its new nodes when applied, so it
-    keeps what the fixes before it changed."""
+    order found: tables, columns, types, date arithmetic, functions, then clauses; each builds its new nodes when
+    applied, so it keeps what the fixes before it changed."""
 
     def problems(self) -> list[Problem]:
         scopes = traverse_scope(self.tree)
@@ -42,13 +43,14 @@ class Planner(ColumnRepairs, TableRepairs, TypeRepairs, FunctionRepairs, ClauseR
             sources = _sources(scope, self.catalog)
             groups: dict[tuple[str, str], list[exp.Column]] = {}
             for column in own_columns(scope):
-                if isinstance(column.this, exp.Identifier):
+                if isinstance(column.this, exp.Identifier) and not is_day_unit_argument(column):
                     groups.setdefault((column.table.lower(), column.name.lower()), []).append(column)
             for columns in groups.values():
                 if (problem := self._column_problem(scope, sources, columns)) is not None:
                     found.append(problem)
         for scope in scopes:
             found += self._type_problems(scope)
+        found += self._date_math_problems()
         found += self._function_problems()
         for scope in scopes:
             if (option := self._aggregate_in_where(scope)) is not None:

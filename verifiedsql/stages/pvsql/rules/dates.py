@@ -248,10 +248,13 @@ def _bounds(tree: exp.Expr, difference: exp.Expr, env: Env) -> tuple[list[exp.Ex
 
 def within_after(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     """"Within 30 days after A": a number of days from A held below 30 (``d - a <= 30``) with nothing holding it
-    at or above 0 counts the dates before A too; the comparison gets ``d - a >= 0`` beside it."""
+    at or above 0 counts the dates before A too; the comparison gets ``d - a >= 0`` beside it. The same for a
+    date compared with A moved on by those days (``d <= DATE(a, '+30 days')``, ``d < a + INTERVAL '30 days'``),
+    and a date held at or above A moved on (``d >= DATE(a, '+30 days')``) keeps the dates after the window
+    instead: it becomes ``d BETWEEN a AND DATE(a, '+30 days')``."""
     if not rules.within_after:
         return []
-    found = []
+    found = _within_shifted(tree, rules, env)
     for difference in _day_differences(tree, env):
         above, below = _bounds(tree, difference, env)
         if below or len(above) != 1:
@@ -262,6 +265,56 @@ def within_after(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         found.append(replaced(f'the question asks for days "after" a date, but {render(comparison, env)} also '
                               "counts the days before it", comparison, bounded, "from 0 days on", env))
     return found
+
+
+def _within_shifted(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """``within_after`` for a date compared with another moved on by as many days as the question names."""
+    named = {count for count, unit in rules.durations if unit == "day"}
+    found = []
+    for comparison in list(tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE)):
+        for date, moved, date_on_left in ((comparison.this, comparison.expression, True),
+                                          (comparison.expression, comparison.this, False)):
+            shift = _moved_on(unparen(moved))
+            if shift is None or shift[1] not in named or isinstance(unparen(date), exp.Literal):
+                continue
+            start = shift[0]
+            if date_on_left != isinstance(comparison, _BELOW_ON_THE_LEFT):  # the date at or after the moved one
+                window = exp.Between(this=date.copy(), low=start.copy(), high=moved.copy())
+                found.append(replaced(f'the question asks for "within {shift[1]} days after", but '
+                                      f"{render(comparison, env)} keeps the dates after those days", comparison,
+                                      window, "the dates within the days", env))
+            elif not _compared(tree, date, start, env):
+                bounded = exp.paren(exp.and_(exp.GTE(this=date.copy(), expression=start.copy()), comparison.copy()))
+                found.append(replaced(f'the question asks for days "after" a date, but {render(comparison, env)} '
+                                      "also counts the dates before it", comparison, bounded, "from that date on",
+                                      env))
+    return found
+
+
+def _moved_on(node: exp.Expr) -> tuple[exp.Expr, int] | None:
+    """(the date, the days) of a date moved on by whole days: SQLite's ``DATE(a, '+30 days')``, ``a + INTERVAL
+    '30 days'`` (or ``INTERVAL 30 DAY``); None for anything else, and for a date that is a literal ('now')."""
+    start: exp.Expr | None = None
+    text = ""
+    if isinstance(node, exp.Date):
+        modifiers = [node.args.get("zone"), *node.expressions]
+        literals = [m for m in modifiers if isinstance(m, exp.Literal) and m.is_string]
+        start, text = node.this, literals[0].name if len(literals) == 1 else ""
+    elif isinstance(node, exp.Add) and isinstance(node.expression, exp.Interval):
+        interval = node.expression
+        unit = interval.args.get("unit")
+        start, text = node.this, f"+{interval.this.name} {unit.name if unit is not None else ''}"
+    match = re.fullmatch(r"\+\s*(\d+)\s*days?\s*", text, re.IGNORECASE)
+    if start is None or match is None or isinstance(unparen(start), exp.Literal):
+        return None
+    return start, int(match.group(1))
+
+
+def _compared(tree: exp.Expr, one: exp.Expr, other: exp.Expr, env: Env) -> bool:
+    """Whether ``tree`` compares ``one`` with ``other`` anywhere (either way round)."""
+    pair = {render(unparen(one), env), render(unparen(other), env)}
+    return any({render(unparen(c.this), env), render(unparen(c.expression), env)} == pair
+               for c in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE))
 
 
 def _day_differences(tree: exp.Expr, env: Env) -> list[exp.Expr]:
