@@ -28,7 +28,8 @@
 - **weeks**: "how many weeks" divides a number of days by 7;
 - **inclusive**: "counting the first and the last day" (or "inclusive", "if the start day and the end day both
   count") adds 1 to a difference of dates;
-- **within after**: "within 30 days after A" holds a number of days from A at or above 0 as well as below 30;
+- **within after**: "within 30 days after A" holds a number of days from A at or above 0 as well as below 30,
+  and a date between A and A moved on by those 30 days;
 - **growth**: a percentage change ("by what percentage did X grow", "the percentage change from A to B")
   divides the difference of the two values by the base, not the new value alone;
 - **growth base**: a change "from 2023 to 2024" whose base is the total of every period divides by the
