@@ -17,6 +17,8 @@ SCHEMA = Schema((
     Table("customers", (Column("customer_id", "INTEGER"), Column("city", "TEXT"), Column("joined", "TEXT",
                                                                                             samples=("2024-01-02",)))),
     Table("items", (Column("order_id", "INTEGER"), Column("quantity", "INTEGER"), Column("price", "REAL"))),
+    Table("support_tickets", (Column("ticket_id", "INTEGER", primary_key=True), Column("customer_id", "INTEGER"),
+                              Column("opened_on", "DATE"))),
 ))
 DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "duckdb": "duckdb"}
 
@@ -546,6 +548,21 @@ def test_days_to_the_first_item_read_its_earliest_date_when_it_is_the_from_table
         "JOIN customers ON orders.customer_id = customers.customer_id")
 
 
+def test_days_to_the_first_item_named_by_two_words_read_its_earliest_date():
+    question = "How many days after joining did the customer open their first support ticket?"
+    rules = read_rules(question)
+    assert (rules.first, rules.first_next) == ("support", "ticket")
+    sql = ("SELECT JULIANDAY(t.opened_on) - JULIANDAY(c.joined) FROM customers AS c "
+           "JOIN support_tickets AS t ON t.customer_id = c.customer_id WHERE c.city = 'Lyon'")
+    fixed_sql, fixes = fixed(question, sql)
+    assert fixed_sql == ("SELECT JULIANDAY(t.opened_on) - JULIANDAY(c.joined) FROM customers AS c JOIN (SELECT "
+                         "customer_id, MIN(opened_on) AS opened_on FROM support_tickets GROUP BY customer_id) AS t "
+                         "ON t.customer_id = c.customer_id WHERE c.city = 'Lyon'")
+    assert "the earliest support ticket of each" in fixes[0]
+    # the word after a one-word noun names no table: the noun's own table is read
+    assert read_rules("How many days after it joined did the customer get its first order today?").first == "order"
+
+
 @pytest.mark.parametrize("sql", [
     # no join: the orders are not read per owner
     "SELECT JULIANDAY(MAX(order_date)) - JULIANDAY(MIN(order_date)) FROM orders",
@@ -696,6 +713,50 @@ def test_within_days_after_a_date_moved_on_is_the_window_from_that_date(engine, 
 ])
 def test_within_days_after_a_date_moved_on_left_alone(question, sql):
     assert fixed(question, sql, "sqlite")[1] == []
+
+
+@pytest.mark.parametrize(("question", "beyond"), [
+    ("How many employees were hired fewer than 90 days before 2024-06-30?", ((-90, "day", True),)),
+    ("How many orders shipped more than 2 weeks after they were placed?", ((14, "day", True),)),
+    ("How many orders shipped less than 3 days after they were placed?", ((3, "day", False),)),
+    ("How many inspections took place at least 10 years after the opening?", ((10, "year", True),)),
+    ("How many orders were placed more than 30 days before they shipped?", ((-30, "day", False),)),
+    ("How many orders shipped within 30 days after they were placed?", ()),
+])
+def test_which_side_of_a_moved_date_the_question_asks_for(question, beyond):
+    assert read_rules(question).beyond == beyond
+
+
+@pytest.mark.parametrize(("engine", "question", "sql", "expected"), [
+    ("sqlite", "How many orders were placed fewer than 90 days before 2024-06-30?",
+     "SELECT COUNT(*) FROM orders WHERE order_date < DATE('2024-06-30', '-90 days')",
+     "SELECT COUNT(*) FROM orders WHERE order_date > DATE('2024-06-30', '-90 days')"),
+    ("postgresql", "How many orders shipped more than 10 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date < order_date + INTERVAL '10 days'",
+     "SELECT COUNT(*) FROM orders WHERE ship_date > order_date + INTERVAL '10 DAYS'"),
+    ("sqlite", "How many customers ordered more than 30 days after they joined?",
+     "SELECT COUNT(*) FROM customers AS c JOIN orders AS o ON o.customer_id = c.customer_id GROUP BY c.customer_id "
+     "HAVING DATE(c.joined, '+30 days') >= MIN(o.order_date)",
+     "SELECT COUNT(*) FROM customers AS c JOIN orders AS o ON o.customer_id = c.customer_id GROUP BY c.customer_id "
+     "HAVING DATE(c.joined, '+30 days') <= MIN(o.order_date)"),
+])
+def test_a_date_on_the_wrong_side_of_the_moved_date_is_turned_round(engine, question, sql, expected):
+    fixed_sql, fixes = fixed(question, sql, engine)
+    assert fixed_sql == expected and len(fixes) == 1
+
+
+@pytest.mark.parametrize("sql", [
+    # already on the asked side, either way round
+    "SELECT COUNT(*) FROM orders WHERE ship_date > DATE(order_date, '+10 days')",
+    "SELECT COUNT(*) FROM orders WHERE DATE(order_date, '+10 days') < ship_date",
+    # another move than the question's, or a move from today
+    "SELECT COUNT(*) FROM orders WHERE ship_date < DATE(order_date, '+5 days')",
+    "SELECT COUNT(*) FROM orders WHERE ship_date < DATE('now', '+10 days')",
+    # a literal compared with the moved date
+    "SELECT COUNT(*) FROM orders WHERE '2024-01-01' < DATE(order_date, '+10 days')",
+])
+def test_a_date_on_the_asked_side_of_the_moved_date_left_alone(sql):
+    assert fixed("How many orders shipped more than 10 days after they were placed?", sql)[1] == []
 
 
 @pytest.mark.parametrize(("question", "sql", "expected"), [

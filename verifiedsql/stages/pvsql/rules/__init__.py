@@ -30,6 +30,8 @@
   count") adds 1 to a difference of dates;
 - **within after**: "within 30 days after A" holds a number of days from A at or above 0 as well as below 30,
   and a date between A and A moved on by those 30 days;
+- **beyond**: "more than 10 days after A" holds a date later than A moved on by 10 days (``DATE(a, '+10 days')``),
+  "fewer than 90 days before D" later than D moved back by 90, and so on: not on the other side;
 - **growth**: a percentage change ("by what percentage did X grow", "the percentage change from A to B")
   divides the difference of the two values by the base, not the new value alone;
 - **growth base**: a change "from 2023 to 2024" whose base is the total of every period divides by the
@@ -61,18 +63,19 @@ from .dates import day_units, days, direction, first, inclusive, month_text, shi
 from .forms import distinct, integer_division, letter_case, rounding
 from .shares import divisor, group_share, per_item, ratio_terms, scale, whole
 from .tree import Env, Finding, Rule, ValueReader
+from .windows import beyond
 from .words import Rules, read_rules
 
 __all__ = ["RULES", "Env", "Finding", "Rules", "ValueReader", "findings", "problems", "read_rules", "repair"]
 
 RULES: tuple[Rule, ...] = (scale, divisor, ratio_terms, whole, group_share, growth_base, growth, per_item,
                           integer_division, days, day_units, shifted, year_shift, first, direction, inclusive,
-                          weeks, within_after, distinct, month_text, rounding, letter_case)
+                          weeks, within_after, beyond, distinct, month_text, rounding, letter_case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
 divisor and the rows each side of a ratio or a share counts, the change over a base (the first period's),
 the average number of things per owner, integer division, days (not divided into a unit the question does not
 name, a date moved by days or by a year part plus days, to the first of several, the later date minus the earlier,
-then both ends of them, weeks, and a window after a date) and distinct counts, a
+then both ends of them, weeks, a window after a date and the side of a moved date) and distinct counts, a
 month as text; the rounding last of the arithmetic, then the letter case of comparisons."""
 
 

@@ -22,6 +22,7 @@ from .tree import (
     uncast,
     unparen,
 )
+from .windows import BELOW_ON_THE_LEFT, within_moved
 from .words import Rules
 
 
@@ -225,9 +226,6 @@ def weeks(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     return found
 
 
-_BELOW_ON_THE_LEFT = (exp.LTE, exp.LT)  # a < b, a <= b: the left side is held below; b > a, b >= a: the right
-
-
 def _bounds(tree: exp.Expr, difference: exp.Expr, env: Env) -> tuple[list[exp.Expr], bool]:
     """The comparisons that bound ``difference`` from above, and whether any bounds it from below, in ``tree``."""
     key = render(unparen(difference), env)
@@ -237,7 +235,7 @@ def _bounds(tree: exp.Expr, difference: exp.Expr, env: Env) -> tuple[list[exp.Ex
         if isinstance(comparison, exp.Between):
             below = below or render(unparen(comparison.this), env) == key
             continue
-        upper_side = comparison.this if isinstance(comparison, _BELOW_ON_THE_LEFT) else comparison.expression
+        upper_side = comparison.this if isinstance(comparison, BELOW_ON_THE_LEFT) else comparison.expression
         lower_side = comparison.expression if upper_side is comparison.this else comparison.this
         if render(unparen(upper_side), env) == key:
             above.append(comparison)
@@ -254,7 +252,7 @@ def within_after(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     instead: it becomes ``d BETWEEN a AND DATE(a, '+30 days')``."""
     if not rules.within_after:
         return []
-    found = _within_shifted(tree, rules, env)
+    found = within_moved(tree, rules, env)
     for difference in _day_differences(tree, env):
         above, below = _bounds(tree, difference, env)
         if below or len(above) != 1:
@@ -265,56 +263,6 @@ def within_after(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         found.append(replaced(f'the question asks for days "after" a date, but {render(comparison, env)} also '
                               "counts the days before it", comparison, bounded, "from 0 days on", env))
     return found
-
-
-def _within_shifted(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
-    """``within_after`` for a date compared with another moved on by as many days as the question names."""
-    named = {count for count, unit in rules.durations if unit == "day"}
-    found = []
-    for comparison in list(tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE)):
-        for date, moved, date_on_left in ((comparison.this, comparison.expression, True),
-                                          (comparison.expression, comparison.this, False)):
-            shift = _moved_on(unparen(moved))
-            if shift is None or shift[1] not in named or isinstance(unparen(date), exp.Literal):
-                continue
-            start = shift[0]
-            if date_on_left != isinstance(comparison, _BELOW_ON_THE_LEFT):  # the date at or after the moved one
-                window = exp.Between(this=date.copy(), low=start.copy(), high=moved.copy())
-                found.append(replaced(f'the question asks for "within {shift[1]} days after", but '
-                                      f"{render(comparison, env)} keeps the dates after those days", comparison,
-                                      window, "the dates within the days", env))
-            elif not _compared(tree, date, start, env):
-                bounded = exp.paren(exp.and_(exp.GTE(this=date.copy(), expression=start.copy()), comparison.copy()))
-                found.append(replaced(f'the question asks for days "after" a date, but {render(comparison, env)} '
-                                      "also counts the dates before it", comparison, bounded, "from that date on",
-                                      env))
-    return found
-
-
-def _moved_on(node: exp.Expr) -> tuple[exp.Expr, int] | None:
-    """(the date, the days) of a date moved on by whole days: SQLite's ``DATE(a, '+30 days')``, ``a + INTERVAL
-    '30 days'`` (or ``INTERVAL 30 DAY``); None for anything else, and for a date that is a literal ('now')."""
-    start: exp.Expr | None = None
-    text = ""
-    if isinstance(node, exp.Date):
-        modifiers = [node.args.get("zone"), *node.expressions]
-        literals = [m for m in modifiers if isinstance(m, exp.Literal) and m.is_string]
-        start, text = node.this, literals[0].name if len(literals) == 1 else ""
-    elif isinstance(node, exp.Add) and isinstance(node.expression, exp.Interval):
-        interval = node.expression
-        unit = interval.args.get("unit")
-        start, text = node.this, f"+{interval.this.name} {unit.name if unit is not None else ''}"
-    match = re.fullmatch(r"\+\s*(\d+)\s*days?\s*", text, re.IGNORECASE)
-    if start is None or match is None or isinstance(unparen(start), exp.Literal):
-        return None
-    return start, int(match.group(1))
-
-
-def _compared(tree: exp.Expr, one: exp.Expr, other: exp.Expr, env: Env) -> bool:
-    """Whether ``tree`` compares ``one`` with ``other`` anywhere (either way round)."""
-    pair = {render(unparen(one), env), render(unparen(other), env)}
-    return any({render(unparen(c.this), env), render(unparen(c.expression), env)} == pair
-               for c in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE))
 
 
 def _day_differences(tree: exp.Expr, env: Env) -> list[exp.Expr]:
@@ -342,7 +290,8 @@ def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     if not rules.first or not isinstance(tree, exp.Select) or tree.args.get("group"):
         return []
     noun = rules.first
-    names = {noun, f"{noun}s", f"{noun}es", noun[:-1] + "ies" if noun.endswith("y") else noun}
+    two_words = _plurals(f"{noun}_{rules.first_next}") if rules.first_next else set()  # leave_requests
+    names = _plurals(noun) | two_words
     catalog = env.catalog()
     column_of = column_resolver(tree, env)
     joins = tree.args.get("joins") or []
@@ -367,9 +316,15 @@ def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
 
         def apply(node: exp.Expr = node, derived: exp.Expr = derived) -> None:
             node.replace(derived)
-        return [Finding(f'the question asks for days to "its first {noun}", but the SQL reads every {noun}\'s '
-                        f"{date.name}", f"{before} -> {render(derived, env)} (the earliest {noun} of each)", apply)]
+        named = f"{noun} {rules.first_next}" if node.name.lower() in two_words else noun
+        return [Finding(f'the question asks for days to "its first {named}", but the SQL reads every {named}\'s '
+                        f"{date.name}", f"{before} -> {render(derived, env)} (the earliest {named} of each)", apply)]
     return []
+
+
+def _plurals(noun: str) -> set[str]:
+    """A table's names for ``noun``: itself and its plurals (``order``, ``orders``; ``entry``, ``entries``)."""
+    return {noun, f"{noun}s", f"{noun}es", noun[:-1] + "ies" if noun.endswith("y") else noun}
 
 
 _NO_STEM = {"date", "dates", "days", "time", "times", "timestamp", "their", "with", "from"}  # four letters or more

@@ -39,13 +39,19 @@ _INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\bboth ends\b"
                         rf"|\b{_FIRST_AND_LAST}(?: days?)?(?: of (?:each|every|the|its|their) [a-z]+)?"
                         r" (?:both |are |is |were |all )?(?:count|counts|counted|included|includes?)\b")
 _WITHIN_AFTER = re.compile(r"\bwithin (?:the first )?(?:\d+|[a-z]+) days? (?:after|since|following)\b")
+# "more than 10 days after", "fewer than 90 days before", "at least 2 weeks after": (how, N, unit, which way)
+_BEYOND = re.compile(r"\b(more than|over|fewer than|less than|under|at least|at most) (\d+) (day|week|month|year)s? "
+                     r"(after|before)\b")
+_LATER = {("more than", "after"), ("over", "after"), ("at least", "after"), ("fewer than", "before"),
+          ("less than", "before"), ("under", "before"), ("at most", "before")}  # the date lies later than the move
 
 
 _GROWTH = re.compile(r"(?:\bpercent(?:age)?|%)\s*(?:change|growth|increase|decrease|decline|drop|rise|fall)\b"
                      r"|\bby what (?:percent(?:age)?\b|%)|\bgrowth rate\b|\brate of (?:growth|change)\b")
 
 
-_FIRST = re.compile(r"\b(?:its|their) first (?!(?:and|or)\b)([a-z]+)\b")  # not "its first and its last day"
+# "its first order", "their first leave request" (not "its first and its last day"): the noun and the next word
+_FIRST = re.compile(r"\b(?:its|their) first (?!(?:and|or)\b)([a-z]+)\b(?: ([a-z]+)\b)?")
 
 
 _AFTER = re.compile(r"\bdays? (after|since|before) (.+) (?:did|does|do|was|were|is|are|had|has) (.+?)(?:[?.,;]|$)")
@@ -96,7 +102,10 @@ class Rules:
     weeks: bool = False  # the answer is a number of weeks
     inclusive: bool = False  # a number of days counts the first and the last day
     within_after: bool = False  # "within N days after A": a number of days from A is 0 to N, never below 0
+    # "more than 10 days after A": (the move from A in days, months or years, its unit, whether the date is later)
+    beyond: tuple[tuple[int, str, bool], ...] = ()
     first: str | None = None  # a number of days to "its first X": X's noun
+    first_next: str | None = None  # the word after it: X may be two words ("their first leave request")
     span: tuple[str, str] | None = None  # a number of days from A to B: (A's words, B's words), B the later
     growth: bool = False  # a percentage change: (new - base) / base
     periods: tuple[str, str] | None = None  # a change "from 2023 to 2024": the base's year and the new one's
@@ -109,7 +118,7 @@ class Rules:
     @property
     def any(self) -> bool:
         return bool(self.scale or self.divisor or self.fractional or self.days or self.inclusive or self.first
-                    or self.durations or self.weeks or self.growth
+                    or self.durations or self.weeks or self.growth or self.beyond
                     or self.per_item or self.distinct or self.month_text or self.rounding is not None
                     or self.case_insensitive)
 
@@ -129,6 +138,9 @@ class Rules:
             lines.append("the number of days counts the first and the last day (the difference plus 1)")
         if self.within_after:
             lines.append('"within N days after" a date: the number of days from it is at least 0')
+        for count, unit, later in self.beyond:
+            moved = f"{abs(count)} {unit}{'s' if abs(count) != 1 else ''} {'after' if count > 0 else 'before'}"
+            lines.append(f"a date {moved} another lies {'later' if later else 'earlier'} than that date moved on")
         if self.first:
             lines.append(f"\"its first {self.first}\" is the earliest {self.first} of each")
         if self.span:
@@ -172,11 +184,21 @@ def read_rules(question: str) -> Rules:
                  durations=tuple(dict.fromkeys((int(n), unit) for n, unit in _DURATION.findall(text))),
                  weeks=bool(_WEEKS.search(text)),
                  inclusive=days and bool(_INCLUSIVE.search(text)), within_after=bool(_WITHIN_AFTER.search(text)),
-                 first=first.group(1) if first else None, span=span,
+                 beyond=_beyond(text),
+                 first=first.group(1) if first else None, first_next=first.group(2) if first else None, span=span,
                  growth=bool(_GROWTH.search(text)),
                  periods=(periods.group(1), periods.group(2)) if periods else None, per_item=per_item,
                  distinct=distinct.group(1) if distinct else None, month_text=bool(_MONTH_TEXT.search(text)),
                  rounding=_places(text), case_insensitive=bool(_CASE.search(text)))
+
+
+def _beyond(text: str) -> tuple[tuple[int, str, bool], ...]:
+    """``Rules.beyond`` of the question's text (a week is 7 days)."""
+    found = []
+    for how, number, unit, way in _BEYOND.findall(text):
+        count = int(number) * (7 if unit == "week" else 1) * (1 if way == "after" else -1)
+        found.append((count, "day" if unit == "week" else unit, (how, way) in _LATER))
+    return tuple(dict.fromkeys(found))
 
 
 def _span(text: str) -> tuple[str, str] | None:

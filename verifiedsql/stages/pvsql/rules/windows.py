@@ -1,0 +1,126 @@
+"""A date compared with another date moved on by the time the question names: "within 30 days after A" is the
+window from A to A moved on, "more than 10 days after A" lies beyond A moved on, "fewer than 90 days before D"
+after D moved back. Read on ``DATE(a, '+30 days')`` (SQLite) and ``a + INTERVAL '30 days'`` (the others)."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from sqlglot import exp
+
+from .tree import Env, Finding, render, replaced, unparen
+from .words import Rules
+
+BELOW_ON_THE_LEFT = (exp.LTE, exp.LT)  # a < b, a <= b: the left side is held below; b > a, b >= a: the right
+_TURNED: dict[type[exp.Expr], type[exp.Expr]] = {exp.GT: exp.LT, exp.LT: exp.GT, exp.GTE: exp.LTE, exp.LTE: exp.GTE}
+_MOVE = re.compile(r"\s*([+-])?\s*(\d+)\s*(day|week|month|year)s?\s*", re.IGNORECASE)
+_WEEK_DAYS = 7
+
+
+class Move(NamedTuple):
+    """A date moved by whole units: ``DATE(start, '+30 days')`` is (start, 30, "day")."""
+
+    start: exp.Expr
+    amount: int  # signed: a move back is negative
+    unit: str  # day, month or year
+
+
+class Compared(NamedTuple):
+    """A comparison of a date with a moved date (``d >= DATE(a, '+30 days')``)."""
+
+    comparison: exp.Expr
+    date: exp.Expr  # d
+    moved: exp.Expr  # DATE(a, '+30 days'), as written
+    move: Move
+    later: bool  # whether the comparison holds d later than the moved date
+
+
+def moved_date(node: exp.Expr) -> Move | None:
+    """(the date, the signed count, day/month/year) of a date moved by whole units: ``DATE(a, '+30 days')``,
+    ``DATE(a, '-1 year')``, ``a + INTERVAL '30 days'``, ``a - INTERVAL 2 WEEK`` (a week is 7 days); None for
+    anything else, and for a move from today ('now', ``CURRENT_DATE``)."""
+    start: exp.Expr | None = None
+    text = ""
+    if isinstance(node, exp.Date):
+        modifiers = [m for m in (node.args.get("zone"), *node.expressions) if isinstance(m, exp.Literal)]
+        start, text = node.this, modifiers[0].name if len(modifiers) == 1 and modifiers[0].is_string else ""
+    elif isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Interval):
+        interval, unit = node.expression, node.expression.args.get("unit")
+        sign = "-" if isinstance(node, exp.Sub) else "+"
+        start, text = node.this, f"{sign}{interval.this.name} {unit.name if unit is not None else ''}"
+    match = _MOVE.fullmatch(text)
+    if start is None or match is None or _today(unparen(start)):
+        return None
+    count = int(match.group(2)) * (-1 if match.group(1) == "-" else 1)
+    unit = match.group(3).lower()
+    return Move(start, count * _WEEK_DAYS, "day") if unit == "week" else Move(start, count, unit)
+
+
+def within_moved(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"Within N days after A" for a date compared with A moved on by the question's N days: held at or after it
+    (the dates after the window) becomes ``d BETWEEN a AND <a moved on>``; held up to it with nothing comparing
+    ``d`` with ``a`` gets ``d >= a`` beside it."""
+    named = {count for count, unit in rules.durations if unit == "day"}
+    found = []
+    for comparison, date, moved, (start, count, unit), later in _compared_with_moved(tree):
+        if unit != "day" or count not in named or isinstance(unparen(start), exp.Literal):
+            continue
+        if later:
+            window = exp.Between(this=date.copy(), low=start.copy(), high=moved.copy())
+            found.append(replaced(f'the question asks for "within {count} days after", but {render(comparison, env)} '
+                                  "keeps the dates after those days", comparison, window, "the dates within the days",
+                                  env))
+        elif not _compares(tree, date, start, env):
+            bounded = exp.paren(exp.and_(exp.GTE(this=date.copy(), expression=start.copy()), comparison.copy()))
+            found.append(replaced(f'the question asks for days "after" a date, but {render(comparison, env)} also '
+                                  "counts the dates before it", comparison, bounded, "from that date on", env))
+    return found
+
+
+def beyond(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"More than 10 days after A" (a date later than A moved on by 10 days), "fewer than 10 days after A"
+    (earlier), "more than 90 days before D" (earlier than D moved back by 90 days), "fewer than 90 days before D"
+    (later): a date compared with that moved date the other way round has its comparison turned round."""
+    if not rules.beyond:
+        return []
+    wanted = {(count, unit): later for count, unit, later in rules.beyond}
+    found = []
+    for comparison, _, moved, (_, count, unit), later in _compared_with_moved(tree):
+        if wanted.get((count, unit), later) == later:
+            continue
+        turned = _TURNED[type(comparison)](this=comparison.this.copy(), expression=comparison.expression.copy())
+        side = "later" if wanted[(count, unit)] else "earlier"
+        found.append(replaced(f"the question asks for dates {side} than {render(moved, env)}, but "
+                              f"{render(comparison, env)} keeps the other side", comparison, turned,
+                              f"the dates {side} than it", env))
+    return found
+
+
+def _compared_with_moved(tree: exp.Expr) -> list[Compared]:
+    """Each comparison of a date that is no literal with a moved date (``moved_date``)."""
+    found = []
+    for comparison in list(tree.find_all(*_TURNED)):
+        for date, moved, on_left in ((comparison.this, comparison.expression, True),
+                                     (comparison.expression, comparison.this, False)):
+            move = moved_date(unparen(moved))
+            if move is None or isinstance(unparen(date), exp.Literal):
+                continue
+            found.append(Compared(comparison, date, moved, move, on_left != isinstance(comparison, BELOW_ON_THE_LEFT)))
+    return found
+
+
+def _compares(tree: exp.Expr, one: exp.Expr, other: exp.Expr, env: Env) -> bool:
+    """Whether ``tree`` compares ``one`` with ``other`` anywhere (either way round)."""
+    pair = {render(unparen(one), env), render(unparen(other), env)}
+    return any({render(unparen(c.this), env), render(unparen(c.expression), env)} == pair
+               for c in tree.find_all(*_TURNED))
+
+
+def _today(node: exp.Expr) -> bool:
+    """Whether ``node`` is today's date: 'now', ``CURRENT_DATE``, ``NOW()``, ``DATE('now')``."""
+    if isinstance(node, exp.Literal):
+        return node.is_string and node.name.lower() == "now"
+    if isinstance(node, (exp.CurrentDate, exp.CurrentTimestamp)):
+        return True
+    return isinstance(node, (exp.Date, exp.Anonymous)) and any(_today(unparen(a)) for a in node.iter_expressions())
