@@ -548,6 +548,16 @@ def test_days_to_the_first_item_read_its_earliest_date_when_it_is_the_from_table
         "JOIN customers ON orders.customer_id = customers.customer_id")
 
 
+def test_the_first_items_date_compared_in_the_where_reads_its_earliest_date():
+    question = "How many customers placed their first order more than 30 days after they joined?"
+    sql = ("SELECT COUNT(DISTINCT c.customer_id) FROM customers AS c JOIN orders AS o ON o.customer_id = c.customer_id "
+           "WHERE DATE(c.joined, '+30 days') < o.order_date")
+    assert repaired(question, sql) == (
+        "SELECT COUNT(DISTINCT c.customer_id) FROM customers AS c JOIN (SELECT customer_id, MIN(order_date) AS "
+        "order_date FROM orders GROUP BY customer_id) AS o ON o.customer_id = c.customer_id "
+        "WHERE DATE(c.joined, '+30 days') < o.order_date")
+
+
 def test_days_to_the_first_item_named_by_two_words_read_its_earliest_date():
     question = "How many days after joining did the customer open their first support ticket?"
     rules = read_rules(question)

@@ -285,8 +285,8 @@ def _day_differences(tree: exp.Expr, env: Env) -> list[exp.Expr]:
 
 def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     """A number of days to "its first X" that joins every X (``AVG(x.d - o.d) FROM o JOIN x ON x.k = o.k``, X
-    joined or in the FROM): the join reads X's earliest date per owner instead (``(SELECT k, MIN(d) AS d FROM x
-    GROUP BY k) AS x``)."""
+    joined or in the FROM, its date read in the outputs, the WHERE or the order): the join reads X's earliest date
+    per owner instead (``(SELECT k, MIN(d) AS d FROM x GROUP BY k) AS x``)."""
     if not rules.first or not isinstance(tree, exp.Select) or tree.args.get("group"):
         return []
     noun = rules.first
@@ -303,7 +303,7 @@ def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         alias = node.alias_or_name.lower()
         keys = [side for on in conditions for eq in on.find_all(exp.EQ)
                 for side in (eq.this, eq.expression) if isinstance(side, exp.Column) and side.table.lower() == alias]
-        dates = {c.name.lower(): c for output in select_outputs(tree) for c in output.find_all(exp.Column)
+        dates = {c.name.lower(): c for c in tree.find_all(exp.Column)  # in the outputs, the WHERE or the order
                  if c.table.lower() == alias and is_date_valued(c, column_of)}
         read = {c.name.lower() for c in tree.find_all(exp.Column) if c.table.lower() == alias}
         if len(keys) != 1 or len(dates) != 1 or read != {keys[0].name.lower(), *dates}:
