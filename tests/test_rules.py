@@ -612,6 +612,16 @@ def test_days_from_one_date_to_another_subtract_the_earlier(engine, sql, expecte
     assert repaired(question, sql, engine) == expected
 
 
+def test_a_date_is_named_by_another_form_of_its_columns_word():
+    # "opening" names opened_on (the stem "open"), "its first ticket" names the ticket's opened_on too: only the
+    # joined date is named by "joining"
+    sql = "SELECT JULIANDAY(c.joined) - JULIANDAY(t.opened_on) FROM customers AS c JOIN support_tickets AS t ON " \
+          "t.customer_id = c.customer_id ORDER BY 1 DESC LIMIT 1"
+    assert repaired("How many days passed from its joining to its opening of a ticket?", sql) == (
+        "SELECT JULIANDAY(t.opened_on) - JULIANDAY(c.joined) FROM customers AS c JOIN support_tickets AS t ON "
+        "t.customer_id = c.customer_id ORDER BY 1 DESC LIMIT 1")
+
+
 def test_days_before_a_given_date_subtract_from_it():
     sql = "SELECT JULIANDAY(MAX(order_date)) - JULIANDAY('2024-12-31') FROM orders"
     assert repaired("How many days before 2024-12-31 was the last order?", sql) == (

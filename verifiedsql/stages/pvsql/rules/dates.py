@@ -336,9 +336,17 @@ def _words(text: str) -> set[str]:
 
 
 def _alike(a: str, b: str) -> bool:
-    """One word a form of the other: one begins the other (``ship``, ``shipped``), or they share five letters
-    (``cancelled``, ``cancellation``)."""
-    return a.startswith(b) or b.startswith(a) or a[:5] == b[:5]
+    """One word a form of the other: one begins the other (``ship``, ``shipped``), they share five letters
+    (``cancelled``, ``cancellation``), or the same stem of four letters or more (``opened``, ``opening``)."""
+    return a.startswith(b) or b.startswith(a) or a[:5] == b[:5] or len(_stem(a)) >= 4 and _stem(a) == _stem(b)
+
+
+def _stem(word: str) -> str:
+    """``word`` without one ending of a verb's forms: -ing, -ed, -ion, -s (``opening``, ``opened``: ``open``)."""
+    for ending in ("ings", "ing", "ions", "ion", "ed", "s"):
+        if word.endswith(ending) and len(word) - len(ending) >= 4:
+            return word[: -len(ending)]
+    return word
 
 
 def _named_by(side: exp.Expr, words: str) -> bool:
