@@ -558,6 +558,20 @@ def test_the_first_items_date_compared_in_the_where_reads_its_earliest_date():
         "WHERE DATE(c.joined, '+30 days') < o.order_date")
 
 
+def test_the_first_items_columns_written_without_a_qualifier_are_read_as_its_own():
+    question = "What is the longest wait, in days, between a customer's joining and their first order?"
+    sql = ("SELECT MAX(JULIANDAY(order_date) - JULIANDAY(joined)) FROM customers "
+           "JOIN orders ON customers.customer_id = orders.customer_id")
+    assert repaired(question, sql) == (
+        "SELECT MAX(JULIANDAY(order_date) - JULIANDAY(joined)) FROM customers JOIN (SELECT customer_id, "
+        "MIN(order_date) AS order_date FROM orders GROUP BY customer_id) AS orders "
+        "ON customers.customer_id = orders.customer_id")
+    # a bare column both tables have is no one's: customer_id in the ON below
+    both = ("SELECT MAX(JULIANDAY(order_date) - JULIANDAY(joined)) FROM customers JOIN orders USING (customer_id) "
+            "WHERE customer_id > 3")
+    assert fixed(question, both) == (both, [])
+
+
 def test_days_to_the_first_item_named_by_two_words_read_its_earliest_date():
     question = "How many days after joining did the customer open their first support ticket?"
     rules = read_rules(question)
