@@ -756,9 +756,19 @@ def test_within_days_after_a_date_moved_on_left_alone(question, sql):
     ("How many inspections took place at least 10 years after the opening?", ((10, "year", True),)),
     ("How many orders were placed more than 30 days before they shipped?", ((-30, "day", False),)),
     ("How many orders shipped within 30 days after they were placed?", ()),
+    ("How many reviews were posted more than 2,000 days after the opening?", ((2000, "day", True),)),
 ])
 def test_which_side_of_a_moved_date_the_question_asks_for(question, beyond):
     assert read_rules(question).beyond == beyond
+
+
+@pytest.mark.parametrize(("question", "durations"), [
+    ("How many reviews were posted more than 2,000 days after the opening?", ((2000, "day"),)),
+    ("How many orders shipped 10 days late, or 1,500 days?", ((10, "day"), (1500, "day"))),
+    ("How many items of size x10 days?", ()),  # a number inside a word is none
+])
+def test_the_amounts_of_time_a_question_names_read_thousands_separators(question, durations):
+    assert read_rules(question).durations == durations
 
 
 @pytest.mark.parametrize(("engine", "question", "sql", "expected"), [

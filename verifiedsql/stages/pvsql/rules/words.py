@@ -27,7 +27,8 @@ _TOTAL = re.compile(r"\b(?:total|all|overall|whole|entire)\b")
 _DAYS = re.compile(r"\bdays?\b")
 _COARSER = {"YEAR": re.compile(r"\byears?\b|\bannual(?:ly)?\b|\byearly\b"),
             "MONTH": re.compile(r"\bmonths?\b|\bmonthly\b"), "WEEK": re.compile(r"\bweeks?\b|\bweekly\b")}
-_DURATION = re.compile(r"\b(\d+) (day|week|month|year)s?\b")
+_NUMBER = r"\d{1,3}(?:,\d{3})+|\d+"  # 2,000 or 2000
+_DURATION = re.compile(rf"\b(?<![\d,])({_NUMBER}) (day|week|month|year)s?\b")
 _WEEKS = re.compile(r"\b(?:how many|number of|in) weeks\b")
 
 
@@ -38,10 +39,10 @@ _INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\bboth ends\b"
                         # "if the start day and the end day both count", "the first and the last day included"
                         rf"|\b{_FIRST_AND_LAST}(?: days?)?(?: of (?:each|every|the|its|their) [a-z]+)?"
                         r" (?:both |are |is |were |all )?(?:count|counts|counted|included|includes?)\b")
-_WITHIN_AFTER = re.compile(r"\bwithin (?:the first )?(?:\d+|[a-z]+) days? (?:after|since|following)\b")
+_WITHIN_AFTER = re.compile(rf"\bwithin (?:the first )?(?:{_NUMBER}|[a-z]+) days? (?:after|since|following)\b")
 # "more than 10 days after", "fewer than 90 days before", "at least 2 weeks after": (how, N, unit, which way)
-_BEYOND = re.compile(r"\b(more than|over|fewer than|less than|under|at least|at most) (\d+) (day|week|month|year)s? "
-                     r"(after|before)\b")
+_BEYOND = re.compile(r"\b(more than|over|fewer than|less than|under|at least|at most) "
+                     rf"({_NUMBER}) (day|week|month|year)s? (after|before)\b")
 _LATER = {("more than", "after"), ("over", "after"), ("at least", "after"), ("fewer than", "before"),
           ("less than", "before"), ("under", "before"), ("at most", "before")}  # the date lies later than the move
 
@@ -181,7 +182,7 @@ def read_rules(question: str) -> Rules:
     per_item = ((per.group(1) or per.group(3)).strip(), per.group(2) or per.group(4)) if per else None
     return Rules(scale=scale, divisor=divisor, dividend=dividend, fractional=bool(_FRACTIONAL.search(text)), days=days,
                  coarser=frozenset(unit for unit, words in _COARSER.items() if days and words.search(text)),
-                 durations=tuple(dict.fromkeys((int(n), unit) for n, unit in _DURATION.findall(text))),
+                 durations=tuple(dict.fromkeys((_whole(n), unit) for n, unit in _DURATION.findall(text))),
                  weeks=bool(_WEEKS.search(text)),
                  inclusive=days and bool(_INCLUSIVE.search(text)), within_after=bool(_WITHIN_AFTER.search(text)),
                  beyond=_beyond(text),
@@ -192,11 +193,16 @@ def read_rules(question: str) -> Rules:
                  rounding=_places(text), case_insensitive=bool(_CASE.search(text)))
 
 
+def _whole(number: str) -> int:
+    """A whole number as the question writes it, with or without thousands separators (``2,000``)."""
+    return int(number.replace(",", ""))
+
+
 def _beyond(text: str) -> tuple[tuple[int, str, bool], ...]:
     """``Rules.beyond`` of the question's text (a week is 7 days)."""
     found = []
     for how, number, unit, way in _BEYOND.findall(text):
-        count = int(number) * (7 if unit == "week" else 1) * (1 if way == "after" else -1)
+        count = _whole(number) * (7 if unit == "week" else 1) * (1 if way == "after" else -1)
         found.append((count, "day" if unit == "week" else unit, (how, way) in _LATER))
     return tuple(dict.fromkeys(found))
 
