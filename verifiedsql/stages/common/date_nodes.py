@@ -1,8 +1,10 @@
-"""Which nodes of a query hold dates: the schema column a column reference reads, and whether a node's value
-is a date (the rules of ``pvsql`` and the vote's doubts both read it)."""
+"""Which nodes of a query hold dates: the schema column a column reference reads, whether a node's value
+is a date (the rules of ``pvsql`` and the vote's doubts both read it), and a whole amount of time written as text
+or as an interval (the rules and the schema repair read it)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from sqlglot import exp
@@ -13,6 +15,8 @@ from .facts import date_like
 from .frames import column_kind
 
 ColumnOf = Callable[[exp.Column], Column | None]
+_AMOUNT = re.compile(r"\s*([+-])?\s*(\d+)\s*(day|week|month|year)s?\s*", re.IGNORECASE)
+_WEEK_DAYS = 7
 
 
 def column_resolver(tree: exp.Expr, catalog: Catalog) -> ColumnOf:
@@ -49,3 +53,21 @@ def is_date_valued(node: exp.Expr, column_of: ColumnOf) -> bool:
         return kind in ("date", "timestamp") or (kind in ("text", "any") and bool(column.samples)
                                                  and all(date_like(v) for v in column.samples))
     return False
+
+
+def time_amount(text: str) -> tuple[int, str] | None:
+    """(the signed count, ``day``, ``month`` or ``year``) of a whole amount of time written as text: ``'+30 days'``,
+    ``'-1 year'``, ``'2 weeks'`` (14 days); None for anything else (``'1.5 days'``, ``'3 hours'``)."""
+    match = _AMOUNT.fullmatch(text)
+    if match is None:
+        return None
+    count, unit = int(match.group(2)) * (-1 if match.group(1) == "-" else 1), match.group(3).lower()
+    return (count * _WEEK_DAYS, "day") if unit == "week" else (count, unit)
+
+
+def interval_amount(interval: exp.Interval) -> tuple[int, str] | None:
+    """``time_amount`` of ``INTERVAL 5 DAY``, ``INTERVAL '5' DAY``, ``INTERVAL '2 weeks'``."""
+    value, unit = interval.this, interval.args.get("unit")
+    if not isinstance(value, exp.Literal):
+        return None
+    return time_amount(value.name if unit is None else f"{value.name} {unit.name}")

@@ -10,11 +10,9 @@ import re
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
+from ..common.date_nodes import interval_amount
 from .problems import Option, PlannerBase, Problem
 
-# an interval's unit -> (SQLite's modifier unit, how many of it one unit is)
-_SHIFT_UNITS = {"DAY": ("days", 1), "WEEK": ("days", 7), "MONTH": ("months", 1), "YEAR": ("years", 1)}
-_INTERVAL_TEXT = re.compile(r"\s*(\d+)\s*([a-z]+?)s?\s*$", re.IGNORECASE)  # '60 days', '2 weeks'
 _DAY_WORDS = {"day", "days", "dd", "d"}  # the unit argument of a day count (SQL Server's abbreviations too)
 
 
@@ -102,11 +100,11 @@ def _shifted(node: exp.Expr) -> exp.Expr | None:
         start, interval = interval, start
     if not isinstance(interval, exp.Interval) or start is None or isinstance(start, exp.Interval):
         return None
-    amount = _interval_amount(interval)
-    if amount is None:
+    amount = interval_amount(interval)
+    if amount is None or amount[0] < 0:
         return None
-    count, unit = amount
-    return exp.Anonymous(this="DATE", expressions=[start.copy(), exp.Literal.string(f"{sign}{count} {unit}")])
+    modifier = f"{sign}{amount[0]} {amount[1]}s"  # SQLite's: '+5 days', '-1 months'
+    return exp.Anonymous(this="DATE", expressions=[start.copy(), exp.Literal.string(modifier)])
 
 
 def is_day_unit_argument(node: exp.Expr | None) -> bool:
@@ -122,17 +120,3 @@ def is_day_unit_argument(node: exp.Expr | None) -> bool:
 def _argument(node: exp.Expr) -> exp.Expr:
     """The date inside ``JULIANDAY(x)`` or ``CAST(x AS DATE)``."""
     return node.this if isinstance(node, exp.Cast) else node.expressions[0]
-
-
-def _interval_amount(interval: exp.Interval) -> tuple[int, str] | None:
-    """(the count, SQLite's unit) of ``INTERVAL 5 DAY``, ``INTERVAL '5' DAY`` or ``INTERVAL '2 weeks'``; None for
-    a count that is not a whole number or a unit other than days, weeks, months and years."""
-    value, unit = interval.this, interval.args.get("unit")
-    if not isinstance(value, exp.Literal):
-        return None
-    text = value.name if unit is None else f"{value.name} {unit.name}"
-    match = _INTERVAL_TEXT.match(text)
-    if match is None or match.group(2).upper() not in _SHIFT_UNITS:
-        return None
-    name, size = _SHIFT_UNITS[match.group(2).upper()]
-    return int(match.group(1)) * size, name

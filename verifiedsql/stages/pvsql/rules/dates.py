@@ -8,7 +8,6 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from ...common.catalog import Catalog
 from ...common.date_nodes import is_date_valued
 from ...common.values import unaliased
 from ...repair import date_part, day_of_year
@@ -298,17 +297,21 @@ def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     joins = tree.args.get("joins") or []
     conditions = [join.args.get("on") or exp.true() for join in joins]
     from_ = tree.args.get("from_")
-    read_tables = [from_.this if joins and from_ is not None else None, *(join.this for join in joins)]
-    owner = _column_owner([t for t in read_tables if isinstance(t, exp.Table)], catalog)
-    for node in read_tables:
-        if not isinstance(node, exp.Table) or node.name.lower() not in names or catalog.table(node.name) is None:
+    for node in [from_.this if joins and from_ is not None else None, *(join.this for join in joins)]:
+        if not isinstance(node, exp.Table) or node.name.lower() not in names \
+                or (table := catalog.table(node.name)) is None:
             continue
-        alias = node.alias_or_name.lower()
+        alias, own = node.alias_or_name.lower(), {id(c) for c in table.columns}
+
+        def reads_x(column: exp.Column, alias: str = alias, own: set[int] = own) -> bool:
+            """Whether the column is X's: qualified by X's alias, or bare and X's table's alone."""
+            return column.table.lower() == alias if column.table else id(column_of(column)) in own
+
         keys = [side for on in conditions for eq in on.find_all(exp.EQ)
-                for side in (eq.this, eq.expression) if isinstance(side, exp.Column) and owner(side) == alias]
+                for side in (eq.this, eq.expression) if isinstance(side, exp.Column) and reads_x(side)]
         dates = {c.name.lower(): c for c in tree.find_all(exp.Column)  # in the outputs, the WHERE or the order
-                 if owner(c) == alias and is_date_valued(c, column_of)}
-        read = {c.name.lower() for c in tree.find_all(exp.Column) if owner(c) == alias}
+                 if reads_x(c) and is_date_valued(c, column_of)}
+        read = {c.name.lower() for c in tree.find_all(exp.Column) if reads_x(c)}
         if len(keys) != 1 or len(dates) != 1 or read != {keys[0].name.lower(), *dates}:
             continue
         key, date = keys[0].this.copy(), next(iter(dates.values())).this.copy()
@@ -323,19 +326,6 @@ def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         return [Finding(f'the question asks for days to "its first {named}", but the SQL reads every {named}\'s '
                         f"{date.name}", f"{before} -> {render(derived, env)} (the earliest {named} of each)", apply)]
     return []
-
-
-def _column_owner(tables: list[exp.Table], catalog: Catalog) -> Callable[[exp.Column], str]:
-    """The alias a column reads, in lower case: its qualifier, else the one table of ``tables`` that has a column
-    of its name ("" when none or several do)."""
-
-    def owner(column: exp.Column) -> str:
-        if column.table:
-            return column.table.lower()
-        having = [t.alias_or_name.lower() for t in tables
-                  if (table := catalog.table(t.name)) is not None and table.column(column.name) is not None]
-        return having[0] if len(having) == 1 else ""
-    return owner
 
 
 def _plurals(noun: str) -> set[str]:

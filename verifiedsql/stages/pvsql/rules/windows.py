@@ -4,18 +4,16 @@ after D moved back. Read on ``DATE(a, '+30 days')`` (SQLite) and ``a + INTERVAL 
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 from sqlglot import exp
 
+from ...common.date_nodes import interval_amount, time_amount
 from .tree import Env, Finding, render, replaced, unparen
 from .words import Rules
 
 BELOW_ON_THE_LEFT = (exp.LTE, exp.LT)  # a < b, a <= b: the left side is held below; b > a, b >= a: the right
 _TURNED: dict[type[exp.Expr], type[exp.Expr]] = {exp.GT: exp.LT, exp.LT: exp.GT, exp.GTE: exp.LTE, exp.LTE: exp.GTE}
-_MOVE = re.compile(r"\s*([+-])?\s*(\d+)\s*(day|week|month|year)s?\s*", re.IGNORECASE)
-_WEEK_DAYS = 7
 
 
 class Move(NamedTuple):
@@ -41,20 +39,18 @@ def moved_date(node: exp.Expr) -> Move | None:
     ``DATE(a, '-1 year')``, ``a + INTERVAL '30 days'``, ``a - INTERVAL 2 WEEK`` (a week is 7 days); None for
     anything else, and for a move from today ('now', ``CURRENT_DATE``)."""
     start: exp.Expr | None = None
-    text = ""
+    amount: tuple[int, str] | None = None
     if isinstance(node, exp.Date):
         modifiers = [m for m in (node.args.get("zone"), *node.expressions) if isinstance(m, exp.Literal)]
-        start, text = node.this, modifiers[0].name if len(modifiers) == 1 and modifiers[0].is_string else ""
+        if len(modifiers) == 1 and modifiers[0].is_string:
+            start, amount = node.this, time_amount(modifiers[0].name)
     elif isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Interval):
-        interval, unit = node.expression, node.expression.args.get("unit")
-        sign = "-" if isinstance(node, exp.Sub) else "+"
-        start, text = node.this, f"{sign}{interval.this.name} {unit.name if unit is not None else ''}"
-    match = _MOVE.fullmatch(text)
-    if start is None or match is None or _today(unparen(start)):
+        start, amount = node.this, interval_amount(node.expression)
+        if amount is not None and isinstance(node, exp.Sub):
+            amount = (-amount[0], amount[1])
+    if start is None or amount is None or _today(unparen(start)):
         return None
-    count = int(match.group(2)) * (-1 if match.group(1) == "-" else 1)
-    unit = match.group(3).lower()
-    return Move(start, count * _WEEK_DAYS, "day") if unit == "week" else Move(start, count, unit)
+    return Move(start, *amount)
 
 
 def within_moved(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
