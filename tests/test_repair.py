@@ -238,6 +238,16 @@ def test_year_becomes_the_engines_date_part(engine_factory, dialect):
     assert_repaired(report, model, broken, "YEAR(joined) -> ")
 
 
+def test_a_qualifier_moved_onto_the_other_side_of_a_difference_is_no_repair():
+    # subscriptions has no created_on: moving the qualifier to accounts would subtract a column from itself
+    schema = Schema((Table("accounts", (Column("account_id", "INTEGER"), Column("created_on", "DATE"))),
+                     Table("subscriptions", (Column("account_id", "INTEGER"), Column("started_on", "DATE")))))
+    sql = ("SELECT MIN(T1.created_on - T2.created_on) FROM accounts AS T1 JOIN subscriptions AS T2 "
+           "ON T1.account_id = T2.account_id")
+    found = proposals(schema, "postgres", "postgresql", sql, 'column t2.created_on does not exist')
+    assert not [p for p in found if "T1.created_on - T1.created_on" in p.sql]
+
+
 # -------------------------------------------------------------------------------- the date arithmetic
 
 def test_a_date_shifted_by_an_interval_becomes_sqlites_date_modifier(engine_factory):

@@ -140,6 +140,9 @@ ANALYTICS_RUNS = {
                                             "analytics-heldout-4"),
     "analytics-heldout-5-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
                                         "The fifth set of later date questions on SQLite", "analytics-heldout-5"),
+    "analytics-heldout-5-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
+                                            "The fifth set of later date questions on PostgreSQL",
+                                            "analytics-heldout-5"),
 }
 
 # which stages are on by default (bench stages): run -> (model, sample size, cache folder, page, the page's

@@ -125,9 +125,10 @@ def _planned(catalog: Catalog, dialect: str, sql: str, error: str) -> list[Propo
 
 
 def _degenerate(tree: exp.Expr) -> bool:
-    """Whether the fixes made a comparison of a column with itself, or a join condition that no longer
-    names the table joined: such a repair runs, but answers another question."""
-    for node in tree.find_all(*COMPARISONS):
+    """Whether the fixes made a comparison of a column with itself, a difference or a quotient of a column and
+    itself (``t1.created_on - t1.created_on``, 0 on every row), or a join condition that no longer names the
+    table joined: such a repair runs, but answers another question."""
+    for node in tree.find_all(*COMPARISONS, exp.Sub, exp.Div):
         left, right = node.this, node.expression
         if isinstance(left, exp.Column) and isinstance(right, exp.Column) \
                 and left.sql().lower() == right.sql().lower():
