@@ -35,8 +35,7 @@ from verifiedsql.llm.models import MODELS
 from verifiedsql.results import ResultSet, results_equivalent
 
 SET = Path(__file__).resolve().parents[1] / "benchmarks" / "analytics"
-# date questions written after the rules, over the same databases (the second to the sixth before the rules' next
-# change)
+# date questions written after the rules, over the same databases, each before the rule changes its answers led to
 HELD_OUT = tuple(SET.parent / name for name in
                  ("analytics-heldout", "analytics-heldout-2", "analytics-heldout-3", "analytics-heldout-4",
                   "analytics-heldout-5", "analytics-heldout-6"))

@@ -143,6 +143,8 @@ ANALYTICS_RUNS = {
     "analytics-heldout-5-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
                                             "The fifth set of later date questions on PostgreSQL",
                                             "analytics-heldout-5"),
+    "analytics-heldout-6-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
+                                        "The sixth set of later date questions on SQLite", "analytics-heldout-6"),
 }
 
 # which stages are on by default (bench stages): run -> (model, sample size, cache folder, page, the page's
