@@ -114,37 +114,19 @@ UNLIKE = "unlike-spider-0.5b"
 # the analytics sets (bench analytics): cache folder -> model, engine, strategies, the words above its table, the
 # question set's folder under benchmarks/
 ANALYTICS_PAGE = "analytics.md"
+_ANALYTICS_STRATEGIES = "default-constraints,default"
+_ENGINE_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+# the later date question sets (benchmarks/analytics-heldout<suffix>): suffix, ordinal, engines recorded
+_LATER_SETS = (("", "first", ("sqlite", "postgresql")), ("-2", "second", ("sqlite", "postgresql")),
+               ("-3", "third", ("sqlite", "postgresql")), ("-4", "fourth", ("sqlite", "postgresql")),
+               ("-5", "fifth", ("sqlite", "postgresql")), ("-6", "sixth", ("sqlite",)))
 ANALYTICS_RUNS = {
-    "analytics-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default", "On SQLite, the 1.5B model",
-                              "analytics"),
-    "analytics-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
-                                  "On PostgreSQL, the 1.5B model", "analytics"),
-    "analytics-heldout-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
-                                      "The first set of later date questions on SQLite", "analytics-heldout"),
-    "analytics-heldout-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
-                                          "The first set of later date questions on PostgreSQL", "analytics-heldout"),
-    "analytics-heldout-2-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
-                                        "The second set of later date questions on SQLite", "analytics-heldout-2"),
-    "analytics-heldout-2-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
-                                            "The second set of later date questions on PostgreSQL",
-                                            "analytics-heldout-2"),
-    "analytics-heldout-3-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
-                                        "The third set of later date questions on SQLite", "analytics-heldout-3"),
-    "analytics-heldout-3-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
-                                            "The third set of later date questions on PostgreSQL",
-                                            "analytics-heldout-3"),
-    "analytics-heldout-4-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
-                                        "The fourth set of later date questions on SQLite", "analytics-heldout-4"),
-    "analytics-heldout-4-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
-                                            "The fourth set of later date questions on PostgreSQL",
-                                            "analytics-heldout-4"),
-    "analytics-heldout-5-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
-                                        "The fifth set of later date questions on SQLite", "analytics-heldout-5"),
-    "analytics-heldout-5-postgresql-1.5b": ("1.5b", "postgresql", "default-constraints,default",
-                                            "The fifth set of later date questions on PostgreSQL",
-                                            "analytics-heldout-5"),
-    "analytics-heldout-6-sqlite-1.5b": ("1.5b", "sqlite", "default-constraints,default",
-                                        "The sixth set of later date questions on SQLite", "analytics-heldout-6"),
+    "analytics-sqlite-1.5b": ("1.5b", "sqlite", _ANALYTICS_STRATEGIES, "On SQLite, the 1.5B model", "analytics"),
+    "analytics-postgresql-1.5b": ("1.5b", "postgresql", _ANALYTICS_STRATEGIES, "On PostgreSQL, the 1.5B model",
+                                  "analytics"),
+    **{f"analytics-heldout{suffix}-{engine}-1.5b": (
+        "1.5b", engine, _ANALYTICS_STRATEGIES, f"The {ordinal} set of later date questions on {_ENGINE_NAMES[engine]}",
+        f"analytics-heldout{suffix}") for suffix, ordinal, engines in _LATER_SETS for engine in engines},
 }
 
 # which stages are on by default (bench stages): run -> (model, sample size, cache folder, page, the page's

@@ -55,7 +55,7 @@ from ..results import ResultSet
 from .base import Pool
 from .cluster import Doubt
 from .common.catalog import Catalog
-from .common.date_nodes import column_resolver, is_date_valued
+from .common.date_nodes import column_resolver, is_date_valued, reads_today
 from .common.terms import named_in
 from .context import QuestionContext
 from .generate import CandidateRun
@@ -141,7 +141,6 @@ def _wording(tree: exp.Expr | None, question: str) -> list[Evidence]:
 
 _TODAY_WORDS = re.compile(r"\b(?:today|now|current|currently|present|as of|ago|recent|recently|this (?:year|month|week|"
                           r"quarter)|past \d+|so far|to date|still|yet|age|aged|old|older)\b")
-_CLOCK = (exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime, exp.CurrentDatetime)
 
 
 def _today(tree: exp.Expr | None, question: str) -> list[Evidence]:
@@ -149,8 +148,7 @@ def _today(tree: exp.Expr | None, question: str) -> list[Evidence]:
     no time relative to today: such an answer changes from one day to the next."""
     if tree is None or _TODAY_WORDS.search(question.lower()):
         return []
-    if not any(isinstance(node, _CLOCK) or (isinstance(node, exp.Literal) and node.is_string
-                                            and node.name.strip().lower() == "now") for node in tree.walk()):
+    if not reads_today(tree):
         return []
     return [Evidence("today", "against", "the SQL reads today's date, which the question does not ask about: the "
                      "answer changes from day to day")]

@@ -15,6 +15,7 @@ from .facts import date_like
 from .frames import column_kind
 
 ColumnOf = Callable[[exp.Column], Column | None]
+_CLOCK = (exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime, exp.CurrentDatetime)
 _AMOUNT = re.compile(r"\s*([+-])?\s*(\d+)\s*(day|week|month|year)s?\s*", re.IGNORECASE)
 _WEEK_DAYS = 7
 
@@ -53,6 +54,12 @@ def is_date_valued(node: exp.Expr, column_of: ColumnOf) -> bool:
         return kind in ("date", "timestamp") or (kind in ("text", "any") and bool(column.samples)
                                                  and all(date_like(v) for v in column.samples))
     return False
+
+
+def reads_today(node: exp.Expr) -> bool:
+    """Whether ``node`` reads today's date anywhere: ``CURRENT_DATE``, ``NOW()``, ``'now'`` (``DATE('now')``)."""
+    return any(isinstance(inner, _CLOCK) or (isinstance(inner, exp.Literal) and inner.is_string
+                                             and inner.name.strip().lower() == "now") for inner in node.walk())
 
 
 def time_amount(text: str) -> tuple[int, str] | None:

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from sqlglot import exp
 
-from ...common.date_nodes import interval_amount, time_amount
+from ...common.date_nodes import interval_amount, reads_today, time_amount
 from .tree import Env, Finding, render, replaced, unparen
 from .words import Rules
 
@@ -48,7 +48,7 @@ def moved_date(node: exp.Expr) -> Move | None:
         start, amount = node.this, interval_amount(node.expression)
         if amount is not None and isinstance(node, exp.Sub):
             amount = (-amount[0], amount[1])
-    if start is None or amount is None or _today(unparen(start)):
+    if start is None or amount is None or reads_today(start):
         return None
     return Move(start, *amount)
 
@@ -112,11 +112,3 @@ def _compares(tree: exp.Expr, one: exp.Expr, other: exp.Expr, env: Env) -> bool:
     return any({render(unparen(c.this), env), render(unparen(c.expression), env)} == pair
                for c in tree.find_all(*_TURNED))
 
-
-def _today(node: exp.Expr) -> bool:
-    """Whether ``node`` is today's date: 'now', ``CURRENT_DATE``, ``NOW()``, ``DATE('now')``."""
-    if isinstance(node, exp.Literal):
-        return node.is_string and node.name.lower() == "now"
-    if isinstance(node, (exp.CurrentDate, exp.CurrentTimestamp)):
-        return True
-    return isinstance(node, (exp.Date, exp.Anonymous)) and any(_today(unparen(a)) for a in node.iter_expressions())

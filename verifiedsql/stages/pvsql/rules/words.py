@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from ...common.date_nodes import time_amount
 from ..constraints import normalize
 
 _PERCENT = re.compile(r"\b(?:percent|percentage|percentages|pct)\b|%")
@@ -202,8 +203,9 @@ def _beyond(text: str) -> tuple[tuple[int, str, bool], ...]:
     """``Rules.beyond`` of the question's text (a week is 7 days)."""
     found = []
     for how, number, unit, way in _BEYOND.findall(text):
-        count = _whole(number) * (7 if unit == "week" else 1) * (1 if way == "after" else -1)
-        found.append((count, "day" if unit == "week" else unit, (how, way) in _LATER))
+        amount = time_amount(f"{'-' if way == 'before' else '+'}{_whole(number)} {unit}")
+        if amount is not None:
+            found.append((*amount, (how, way) in _LATER))
     return tuple(dict.fromkeys(found))
 
 
