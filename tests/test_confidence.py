@@ -325,3 +325,134 @@ def test_a_date_compared_with_a_date_or_a_year_with_a_number_is_no_doubt(shop_en
                 "SELECT COUNT(*) FROM customers WHERE CAST(STRFTIME('%Y', joined) AS INTEGER) > 2020"):
         rows, report, _ = ask(shop_engine_sqlite, "How many customers joined after 2020?", lambda r: fenced(sql))
         assert "dates" not in verdicts(report), sql
+
+
+DAY_OF_YEAR = "SELECT STRFTIME('%j', MAX(joined)) FROM customers"
+DAYS_BETWEEN = "SELECT JULIANDAY(MAX(joined)) - JULIANDAY('2020-01-01') FROM customers"
+
+
+def test_a_day_of_the_year_read_as_a_number_of_days_is_doubted(shop_engine_sqlite):
+    # the last customer joined on 2020-11-29: its day of the year is 334, the days since 2020-01-01 are 333
+    question = "How many days after 2020-01-01 did the last customer join?"
+    rows, report, _ = ask(shop_engine_sqlite, question,
+                          by_seed({0: DAY_OF_YEAR, 1: DAY_OF_YEAR, 2: DAY_OF_YEAR, 3: DAYS_BETWEEN, 4: DAYS_BETWEEN}))
+    assert report.sql == DAYS_BETWEEN and rows == [(333.0,)] and "days" not in verdicts(report)
+    rows, report, _ = ask(shop_engine_sqlite, question, lambda r: fenced(DAY_OF_YEAR))
+    assert verdicts(report)["days"] == "against" and report.confidence == "probable"
+    assert "is a day of the year or month" in next(e.detail for e in report.evidence if e.check == "days")
+
+
+def test_a_day_of_the_year_is_no_doubt_where_the_question_asks_for_one(shop_engine_sqlite):
+    rows, report, _ = ask(shop_engine_sqlite, "On which day of the year did the last customer join?",
+                          lambda r: fenced(DAY_OF_YEAR))
+    assert "days" not in verdicts(report) and report.confidence == "verified"
+
+
+@pytest.mark.parametrize(("sql", "dialect", "doubted"), [
+    ("SELECT EXTRACT(DAY FROM MAX(joined)) - EXTRACT(DAY FROM MIN(joined)) FROM customers", "postgres", True),
+    ("SELECT EXTRACT(DOY FROM MAX(joined)) FROM customers", "postgres", True),
+    ("SELECT DAYOFYEAR(MAX(joined)) FROM customers", "duckdb", True),
+    ("SELECT AVG(STRFTIME('%d', joined)) FROM customers", "sqlite", True),
+    ("SELECT EXTRACT(DAY FROM MAX(joined) - MIN(joined)) FROM customers", "postgres", False),  # of an interval
+    ("SELECT STRFTIME('%J', MAX(joined)) - STRFTIME('%J', MIN(joined)) FROM customers", "sqlite", False),
+    ("SELECT COUNT(*) FROM customers WHERE STRFTIME('%d', joined) = '15'", "sqlite", False),  # a filter
+    ("SELECT STRFTIME('%j', JULIANDAY(MAX(joined)) - JULIANDAY(MIN(joined))) FROM customers", "sqlite", True),
+    ("SELECT EXTRACT(DAY FROM MAX(country)) FROM customers", "postgres", False),  # not a date
+])
+def test_which_day_fields_are_read_as_a_number_of_days(sql, dialect, doubted):
+    import sqlglot
+
+    from verifiedsql.db.schema import Column, Schema, Table
+    from verifiedsql.stages.common.catalog import Catalog
+    from verifiedsql.stages.shape_checks import calendar_days
+    customers = Table("customers", (Column("id", "INTEGER", primary_key=True), Column("country", "TEXT"),
+                                    Column("joined", "DATE")))
+    found = calendar_days(sqlglot.parse_one(sql, read=dialect), "How many days passed between the first and the "
+                          "last customer?", Catalog(Schema((customers,)), "sqlite"), dialect)
+    assert bool(found) is doubted
+
+
+REPEATED = "SELECT COUNT(*) FROM customers AS c JOIN orders AS o ON o.customer_id = c.id WHERE c.country = 'Brazil'"
+ONCE = "SELECT COUNT(*) FROM customers WHERE country = 'Brazil'"
+
+
+def test_a_join_that_only_repeats_rows_is_doubted(shop_engine):
+    # the Brazilian customers' orders are counted, not the customers: orders is read for nothing but its join
+    question = "How many customers are from Brazil?"
+    rows, report, _ = ask(shop_engine, question, by_seed({0: REPEATED, 1: REPEATED, 2: REPEATED, 3: ONCE, 4: ONCE}))
+    assert report.sql == ONCE and rows == [(2,)] and "joins" not in verdicts(report)
+    rows, report, _ = ask(shop_engine, question, lambda r: fenced(REPEATED))
+    assert verdicts(report)["joins"] == "against" and report.confidence == "probable"
+    assert "orders is joined on customer_id" in next(e.detail for e in report.evidence if e.check == "joins")
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    ("How many orders do the customers from Brazil have?", REPEATED),  # the question names the joined table
+    ("How many customers from Brazil ordered?", REPEATED.replace("COUNT(*)", "COUNT(DISTINCT c.id)")),
+    ("What did the customers from Brazil order?", "SELECT o.amount FROM orders AS o JOIN customers AS c ON "
+                                                  "c.id = o.customer_id WHERE c.country = 'Brazil'"),  # a lookup
+    ("How many customers from Brazil ordered?", "SELECT COUNT(*) FROM customers AS c JOIN orders AS o ON "
+                                                "o.customer_id = c.id WHERE o.status IS NOT NULL AND "
+                                                "c.country = 'Brazil'"),  # orders read in the WHERE
+])
+def test_which_joins_are_no_doubt(shop_engine_sqlite, question, sql):
+    rows, report, _ = ask(shop_engine_sqlite, question, lambda r: fenced(sql))
+    assert "joins" not in verdicts(report)
+
+
+def test_a_bridge_table_read_only_in_its_joins_is_no_doubt():
+    import sqlglot
+
+    from verifiedsql.db.schema import Column, Schema, Table
+    from verifiedsql.stages.common.catalog import Catalog
+    from verifiedsql.stages.shape_checks import repeating_joins
+    tables = tuple(Table(name, (Column("id", "INTEGER", primary_key=True), *(Column(c, "INTEGER") for c in cs)))
+                   for name, cs in (("teacher", ("name",)), ("course", ("title",)),
+                                    ("course_arrange", ("teacher_id", "course_id"))))
+    catalog = Catalog(Schema(tables), "sqlite")
+    bridge = ("SELECT t.name FROM course AS c JOIN course_arrange AS a ON c.id = a.course_id JOIN teacher AS t "
+              "ON a.teacher_id = t.id WHERE c.title = 'Math'")
+    leaf = "SELECT t.name FROM teacher AS t JOIN course_arrange AS a ON a.teacher_id = t.id"
+    question = "Who teaches math?"
+    assert repeating_joins(sqlglot.parse_one(bridge), question, catalog) == []
+    assert repeating_joins(sqlglot.parse_one(leaf), question, catalog)[0].check == "joins"
+    assert repeating_joins(sqlglot.parse_one(leaf), "Which teachers have a course arranged?", catalog) == []
+
+
+CUSTOMERS_ONLY = "SELECT COUNT(*) FROM customers WHERE country = 'Brazil'"
+THEIR_ORDERS = ("SELECT COUNT(*) FROM orders AS o JOIN customers AS c ON c.id = o.customer_id "
+                "WHERE c.country = 'Brazil'")
+
+
+def test_a_count_that_reads_no_table_of_the_counted_things_is_doubted(shop_engine):
+    question = "How many orders were placed by customers from Brazil?"
+    rows, report, _ = ask(shop_engine, question, by_seed({0: CUSTOMERS_ONLY, 1: CUSTOMERS_ONLY, 2: CUSTOMERS_ONLY,
+                                                           3: THEIR_ORDERS, 4: THEIR_ORDERS}))
+    assert report.sql == THEIR_ORDERS and "counted" not in verdicts(report)
+    rows, report, _ = ask(shop_engine, question, lambda r: fenced(CUSTOMERS_ONLY))
+    assert verdicts(report)["counted"] == "against" and report.confidence == "probable"
+    assert "counts orders, and the SQL reads no orders table" in next(e.detail for e in report.evidence
+                                                                     if e.check == "counted")
+
+
+def test_a_count_through_a_column_named_for_the_counted_things_is_no_doubt(shop_engine_sqlite):
+    rows, report, _ = ask(shop_engine_sqlite, "How many different customers have orders?",
+                          lambda r: fenced("SELECT COUNT(DISTINCT customer_id) FROM orders"))
+    assert "counted" not in verdicts(report) and report.confidence == "verified"
+
+
+BACKWARDS = "SELECT JULIANDAY(MIN(joined)) - JULIANDAY(MAX(joined)) FROM customers"
+FORWARDS = "SELECT JULIANDAY(MAX(joined)) - JULIANDAY(MIN(joined)) FROM customers"
+
+
+def test_a_negative_number_of_days_is_doubted(shop_engine_sqlite):
+    question = "How many days passed between the first and the last customer joining?"
+    rows, report, _ = ask(shop_engine_sqlite, question,
+                          by_seed({0: BACKWARDS, 1: BACKWARDS, 2: BACKWARDS, 3: FORWARDS, 4: FORWARDS}))
+    assert report.sql == FORWARDS and rows == [(333.0,)]
+    rows, report, _ = ask(shop_engine_sqlite, question, lambda r: fenced(BACKWARDS))
+    assert rows == [(-333.0,)] and report.confidence == "doubtful"
+    assert any(e.check == "result" and "negative" in e.detail for e in report.evidence)
+    rows, report, _ = ask(shop_engine_sqlite, "What is the earliest minus the latest joining date, as a number?",
+                          lambda r: fenced(BACKWARDS))
+    assert report.confidence == "verified"  # the question asks for no time between dates

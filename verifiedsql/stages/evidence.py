@@ -14,6 +14,9 @@ Each check looks at the answer from one side and says ``for``, ``against`` or ``
 - ``today``: the SQL reads today's date where the question names no time relative to today (against: the
   answer changes from day to day);
 - ``dates``: (SQLite) the SQL compares a date with a number, which SQLite makes true for every row or none;
+- ``days``, ``joins``, ``counted`` (``stages/shape_checks.py``): a day of the year or month read as a number of
+  days; a join that only repeats rows; "how many X" where the SQL reads no table of X. ``result`` also speaks
+  against a result whose every number is negative where the question asks how long;
 - ``refinement``: the chosen SQL needed self-refinement or a repair before it ran (neutral: the repaired SQL
   still has to win the vote);
 - ``constraints``: the question's constraints (``verify``), and with ``constraint_repair`` the arithmetic its
@@ -26,10 +29,11 @@ Each check looks at the answer from one side and says ``for``, ``against`` or ``
   concluded, when they ran;
 - ``time``: the question's time budget ran out before every check was done.
 
-With ``weigh_evidence`` the vote itself weighs five of these checks: a candidate whose result is empty or
-NULL, whose SQL compares with a value the question does not name, whose literal lives in a linked table, that
-reads today's date unasked, or that compares a date with a number on SQLite (``doubts``) counts as less than
-one vote when clusters are compared (``cluster.select_majority``).
+With ``weigh_evidence`` the vote itself weighs these checks on each candidate before any vote (``doubts``): a
+result that is empty, NULL, or negative where the question asks how long; a compared value the question does not
+name; a literal that lives in a linked table; today's date unasked; a date compared with a number on SQLite; and
+the three shape checks. A doubted candidate counts as less than one vote when clusters are compared
+(``cluster.select_majority``).
 
 The tier follows from the evidence by ``TierRule.tier_of`` (its thresholds are fitted on one seeded half of
 Spider dev and reported on the other; see docs/trust.md):
@@ -60,6 +64,7 @@ from .common.terms import named_in
 from .context import QuestionContext
 from .generate import CandidateRun
 from .literals import compared_values
+from .shape_checks import calendar_days, counted_table, negative_duration, repeating_joins
 from .ties import tie_evidence
 
 HARD = ("tables", "time")  # checks that, against an answer, leave it unverified
@@ -161,12 +166,12 @@ def _numeric(node: exp.Expr) -> bool:
                                                                                       exp.Div))
 
 
-def _date_against_number(tree: exp.Expr | None, ctx: QuestionContext) -> list[Evidence]:
+def _date_against_number(tree: exp.Expr | None, catalog: Catalog) -> list[Evidence]:
     """(SQLite) Against an answer that compares a date with a number (``end_date > STRFTIME('%Y', start_date) +
     10``): SQLite orders every text above every number, so such a comparison holds for every row or for none."""
-    if tree is None or ctx.database.profile.name != "sqlite":
+    if tree is None or catalog.engine != "sqlite":
         return []
-    column_of = column_resolver(tree, Catalog(ctx.schema, "sqlite"))
+    column_of = column_resolver(tree, catalog)
     for node in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ, exp.Between):
         sides = ([node.this, node.args.get("low"), node.args.get("high")] if isinstance(node, exp.Between)
                  else [node.this, node.expression])
@@ -179,8 +184,11 @@ def _date_against_number(tree: exp.Expr | None, ctx: QuestionContext) -> list[Ev
 
 def _sql_checks(tree: exp.Expr | None, ctx: QuestionContext) -> list[Evidence]:
     """What the SQL alone says against the answer: an unnamed value, today's date unasked, a date against a
-    number."""
-    return _wording(tree, ctx.question) + _today(tree, ctx.question) + _date_against_number(tree, ctx)
+    number, a day of the year or month for a number of days, a join that only repeats rows."""
+    catalog = Catalog(ctx.schema, ctx.database.profile.name)
+    return (_wording(tree, ctx.question) + _today(tree, ctx.question) + _date_against_number(tree, catalog)
+            + calendar_days(tree, ctx.question, catalog, ctx.database.profile.sqlglot_dialect)
+            + repeating_joins(tree, ctx.question, catalog) + counted_table(tree, ctx.question, catalog))
 
 
 _LITERAL_VERDICTS: tuple[tuple[LiteralOutcome, EvidenceVerdict], ...] = (
@@ -232,10 +240,11 @@ def _stage_checks(report: VerificationReport, chosen_sql: str, cluster: set[int]
 
 
 def doubts(run: CandidateRun, ctx: QuestionContext) -> list[Evidence]:
-    """The checks against one candidate's result on their own, before any vote: an empty or NULL result, a
-    compared value the question does not name, today's date unasked, a date compared with a number (SQLite), a
-    literal stored in a linked table instead."""
-    found = [e for e in _result(run.result) if e.verdict == "against"] if run.result is not None else []
+    """The checks against one candidate's result on their own, before any vote: an empty, NULL or (for a time
+    between dates) negative result, what the SQL alone says against it (``_sql_checks``), a literal stored in a
+    linked table instead."""
+    found = ([e for e in _result(run.result) if e.verdict == "against"] + negative_duration(run.result, ctx.question)
+             if run.result is not None else [])
     found += _sql_checks(_query_tree(run.candidate.sql, ctx), ctx)
     found += [e for e in _literals(run.candidate) if e.verdict == "against"]
     return found
@@ -254,7 +263,8 @@ def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[E
     chosen = pool.selection.representative.candidate
     result = pool.selection.representative.result
     tree = _query_tree(chosen.sql, ctx)
-    found = [_vote(pool), *_result(result), *_empty_aggregate(result, tree), *tie_evidence(ctx, tree, result)]
+    found = [_vote(pool), *_result(result), *negative_duration(result, ctx.question), *_empty_aggregate(result, tree),
+             *tie_evidence(ctx, tree, result)]
     if not reads_a_table(tree):
         found.append(Evidence("tables", "against", "the answer is built from constants and reads no table"))
     if chosen.attempts:
