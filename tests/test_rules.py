@@ -726,6 +726,10 @@ def test_within_days_after_left_alone(question, sql):
     # up to the date moved on with nothing from the date itself: the dates before it too
     ("sqlite", "SELECT COUNT(*) FROM orders WHERE ship_date <= DATE(order_date, '+3 days')",
      "SELECT COUNT(*) FROM orders WHERE (ship_date >= order_date AND ship_date <= DATE(order_date, '+3 days'))"),
+    # the moved date written out as a date is the moved date
+    ("sqlite", "SELECT COUNT(*) FROM orders WHERE ship_date > STRFTIME('%Y-%m-%d', DATE(order_date, '+3 days'))",
+     "SELECT COUNT(*) FROM orders WHERE ship_date BETWEEN order_date AND STRFTIME('%Y-%m-%d', DATE(order_date, "
+     "'+3 days'))"),
 ])
 def test_within_days_after_a_date_moved_on_is_the_window_from_that_date(engine, sql, expected):
     fixed_sql, fixes = fixed("How many orders shipped within 3 days after they were placed?", sql, engine)

@@ -27,7 +27,7 @@ from ..db.schema import Table
 from ..report import Evidence
 from ..results import ResultSet
 from .common.catalog import Catalog
-from .common.date_nodes import column_resolver, is_date_valued
+from .common.date_nodes import column_resolver, is_date_valued, without_conversions
 from .common.terms import named_in
 
 _DAY_OF = re.compile(r"\b(?:day of (?:the )?(?:year|month|week)|which day|what day|weekday|day number)\b")
@@ -44,7 +44,8 @@ def calendar_days(tree: exp.Expr | None, question: str, catalog: Catalog, dialec
     for node in tree.find_all(exp.TimeToStr, exp.Extract, exp.DayOfYear, exp.DayOfMonth, exp.Day):
         if not _day_field(node):
             continue
-        if not isinstance(node, exp.TimeToStr) and not is_date_valued(_unwrapped(_field_argument(node)), column_of):
+        if not isinstance(node, exp.TimeToStr) and not is_date_valued(without_conversions(_field_argument(node)),
+                                                                      column_of):
             continue  # EXTRACT(DAY FROM a - b) reads the days of an interval
         if _read_as_number(node):
             return [Evidence("days", "against", f"{node.sql(dialect=dialect)} is a day of the year "
@@ -63,13 +64,6 @@ def _day_field(node: exp.Expr) -> bool:
 
 def _field_argument(node: exp.Expr) -> exp.Expr:
     return node.expression if isinstance(node, exp.Extract) else node.this
-
-
-def _unwrapped(node: exp.Expr) -> exp.Expr:
-    """The value under the parser's own conversions (``STRFTIME(f, d)`` reads ``d`` as a timestamp)."""
-    while isinstance(node, (exp.TsOrDsToTimestamp, exp.TsOrDsToDate, exp.Cast)) and node.this is not None:
-        node = node.this
-    return node
 
 
 def _read_as_number(node: exp.Expr) -> bool:

@@ -56,6 +56,19 @@ def is_date_valued(node: exp.Expr, column_of: ColumnOf) -> bool:
     return False
 
 
+def without_conversions(node: exp.Expr) -> exp.Expr:
+    """The value under the parser's own conversions and under a date written out as a date: ``STRFTIME(f, d)``
+    reads ``d`` as a timestamp, and ``STRFTIME('%Y-%m-%d', d)`` of a date is that date."""
+    while True:
+        if isinstance(node, (exp.TsOrDsToTimestamp, exp.TsOrDsToDate, exp.Cast)) and node.this is not None:
+            node = node.this
+        elif (isinstance(node, exp.TimeToStr) and isinstance(fmt := node.args.get("format"), exp.Literal)
+              and fmt.name == "%Y-%m-%d"):
+            node = node.this
+        else:
+            return node
+
+
 def reads_today(node: exp.Expr) -> bool:
     """Whether ``node`` reads today's date anywhere: ``CURRENT_DATE``, ``NOW()``, ``'now'`` (``DATE('now')``)."""
     return any(isinstance(inner, _CLOCK) or (isinstance(inner, exp.Literal) and inner.is_string

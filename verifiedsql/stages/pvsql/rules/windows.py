@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from sqlglot import exp
 
-from ...common.date_nodes import interval_amount, reads_today, time_amount
+from ...common.date_nodes import interval_amount, reads_today, time_amount, without_conversions
 from .tree import Env, Finding, render, replaced, unparen
 from .words import Rules
 
@@ -40,6 +40,7 @@ def moved_date(node: exp.Expr) -> Move | None:
     anything else, and for a move from today ('now', ``CURRENT_DATE``)."""
     start: exp.Expr | None = None
     amount: tuple[int, str] | None = None
+    node = without_conversions(node)  # STRFTIME('%Y-%m-%d', DATE(a, '+90 days')) is the moved date too
     if isinstance(node, exp.Date):
         modifiers = [m for m in (node.args.get("zone"), *node.expressions) if isinstance(m, exp.Literal)]
         if len(modifiers) == 1 and modifiers[0].is_string:
