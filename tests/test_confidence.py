@@ -327,19 +327,26 @@ def test_a_date_compared_with_a_date_or_a_year_with_a_number_is_no_doubt(shop_en
         assert "dates" not in verdicts(report), sql
 
 
+def lone_and_outvoted(engine, question: str, doubted: str, right: str):
+    """Three candidates give ``doubted``, two ``right``: the doubt lets the two win. Returns the winners' rows
+    and report, then the report of ``doubted`` given alone."""
+    rows, report, _ = ask(engine, question, by_seed({0: doubted, 1: doubted, 2: doubted, 3: right, 4: right}))
+    assert report.sql == right
+    lone_rows, lone, _ = ask(engine, question, lambda r: fenced(doubted))
+    return rows, report, lone_rows, lone
+
+
 DAY_OF_YEAR = "SELECT STRFTIME('%j', MAX(joined)) FROM customers"
 DAYS_BETWEEN = "SELECT JULIANDAY(MAX(joined)) - JULIANDAY('2020-01-01') FROM customers"
 
 
 def test_a_day_of_the_year_read_as_a_number_of_days_is_doubted(shop_engine_sqlite):
     # the last customer joined on 2020-11-29: its day of the year is 334, the days since 2020-01-01 are 333
-    question = "How many days after 2020-01-01 did the last customer join?"
-    rows, report, _ = ask(shop_engine_sqlite, question,
-                          by_seed({0: DAY_OF_YEAR, 1: DAY_OF_YEAR, 2: DAY_OF_YEAR, 3: DAYS_BETWEEN, 4: DAYS_BETWEEN}))
-    assert report.sql == DAYS_BETWEEN and rows == [(333.0,)] and "days" not in verdicts(report)
-    rows, report, _ = ask(shop_engine_sqlite, question, lambda r: fenced(DAY_OF_YEAR))
-    assert verdicts(report)["days"] == "against" and report.confidence == "probable"
-    assert "is a day of the year or month" in next(e.detail for e in report.evidence if e.check == "days")
+    rows, report, _, lone = lone_and_outvoted(shop_engine_sqlite, "How many days after 2020-01-01 did the last "
+                                              "customer join?", DAY_OF_YEAR, DAYS_BETWEEN)
+    assert rows == [(333.0,)] and "days" not in verdicts(report)
+    assert verdicts(lone)["days"] == "against" and lone.confidence == "probable"
+    assert "is a day of the year or month" in next(e.detail for e in lone.evidence if e.check == "days")
 
 
 def test_a_day_of_the_year_is_no_doubt_where_the_question_asks_for_one(shop_engine_sqlite):
@@ -378,12 +385,10 @@ ONCE = "SELECT COUNT(*) FROM customers WHERE country = 'Brazil'"
 
 def test_a_join_that_only_repeats_rows_is_doubted(shop_engine):
     # the Brazilian customers' orders are counted, not the customers: orders is read for nothing but its join
-    question = "How many customers are from Brazil?"
-    rows, report, _ = ask(shop_engine, question, by_seed({0: REPEATED, 1: REPEATED, 2: REPEATED, 3: ONCE, 4: ONCE}))
-    assert report.sql == ONCE and rows == [(2,)] and "joins" not in verdicts(report)
-    rows, report, _ = ask(shop_engine, question, lambda r: fenced(REPEATED))
-    assert verdicts(report)["joins"] == "against" and report.confidence == "probable"
-    assert "orders is joined on customer_id" in next(e.detail for e in report.evidence if e.check == "joins")
+    rows, report, _, lone = lone_and_outvoted(shop_engine, "How many customers are from Brazil?", REPEATED, ONCE)
+    assert rows == [(2,)] and "joins" not in verdicts(report)
+    assert verdicts(lone)["joins"] == "against" and lone.confidence == "probable"
+    assert "orders is joined on customer_id" in next(e.detail for e in lone.evidence if e.check == "joins")
 
 
 @pytest.mark.parametrize(("question", "sql"), [
@@ -425,13 +430,11 @@ THEIR_ORDERS = ("SELECT COUNT(*) FROM orders AS o JOIN customers AS c ON c.id = 
 
 
 def test_a_count_that_reads_no_table_of_the_counted_things_is_doubted(shop_engine):
-    question = "How many orders were placed by customers from Brazil?"
-    rows, report, _ = ask(shop_engine, question, by_seed({0: CUSTOMERS_ONLY, 1: CUSTOMERS_ONLY, 2: CUSTOMERS_ONLY,
-                                                           3: THEIR_ORDERS, 4: THEIR_ORDERS}))
-    assert report.sql == THEIR_ORDERS and "counted" not in verdicts(report)
-    rows, report, _ = ask(shop_engine, question, lambda r: fenced(CUSTOMERS_ONLY))
-    assert verdicts(report)["counted"] == "against" and report.confidence == "probable"
-    assert "counts orders, and the SQL reads no orders table" in next(e.detail for e in report.evidence
+    _, report, _, lone = lone_and_outvoted(shop_engine, "How many orders were placed by customers from Brazil?",
+                                           CUSTOMERS_ONLY, THEIR_ORDERS)
+    assert "counted" not in verdicts(report)
+    assert verdicts(lone)["counted"] == "against" and lone.confidence == "probable"
+    assert "counts orders, and the SQL reads no orders table" in next(e.detail for e in lone.evidence
                                                                      if e.check == "counted")
 
 
@@ -446,13 +449,10 @@ FORWARDS = "SELECT JULIANDAY(MAX(joined)) - JULIANDAY(MIN(joined)) FROM customer
 
 
 def test_a_negative_number_of_days_is_doubted(shop_engine_sqlite):
-    question = "How many days passed between the first and the last customer joining?"
-    rows, report, _ = ask(shop_engine_sqlite, question,
-                          by_seed({0: BACKWARDS, 1: BACKWARDS, 2: BACKWARDS, 3: FORWARDS, 4: FORWARDS}))
-    assert report.sql == FORWARDS and rows == [(333.0,)]
-    rows, report, _ = ask(shop_engine_sqlite, question, lambda r: fenced(BACKWARDS))
-    assert rows == [(-333.0,)] and report.confidence == "doubtful"
-    assert any(e.check == "result" and "negative" in e.detail for e in report.evidence)
+    rows, _, lone_rows, lone = lone_and_outvoted(shop_engine_sqlite, "How many days passed between the first and "
+                                                 "the last customer joining?", BACKWARDS, FORWARDS)
+    assert rows == [(333.0,)] and lone_rows == [(-333.0,)] and lone.confidence == "doubtful"
+    assert any(e.check == "result" and "negative" in e.detail for e in lone.evidence)
     rows, report, _ = ask(shop_engine_sqlite, "What is the earliest minus the latest joining date, as a number?",
                           lambda r: fenced(BACKWARDS))
     assert report.confidence == "verified"  # the question asks for no time between dates
