@@ -456,3 +456,27 @@ def test_a_negative_number_of_days_is_doubted(shop_engine_sqlite):
     rows, report, _ = ask(shop_engine_sqlite, "What is the earliest minus the latest joining date, as a number?",
                           lambda r: fenced(BACKWARDS))
     assert report.confidence == "verified"  # the question asks for no time between dates
+
+
+PER_CUSTOMER = "SELECT SUM(amount) FROM orders GROUP BY customer_id"
+TOTAL = "SELECT SUM(amount) FROM orders"
+
+
+def test_a_value_per_group_where_the_question_asks_for_one_is_doubted(shop_engine):
+    _, report, _, lone = lone_and_outvoted(shop_engine, "What is the total amount of all orders?", PER_CUSTOMER,
+                                           TOTAL)
+    assert "grouping" not in verdicts(report)
+    assert verdicts(lone)["grouping"] == "against" and lone.confidence == "probable"
+    assert "one value for each customer_id (10 rows)" in next(e.detail for e in lone.evidence
+                                                              if e.check == "grouping")
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    ("What is the total amount for each customer?", PER_CUSTOMER),  # the question asks for one value per group
+    ("What is the total amount of all orders?", "SELECT customer_id, SUM(amount) FROM orders GROUP BY customer_id"),
+    ("Which customers ordered more than 500 in all?",
+     "SELECT customer_id FROM orders GROUP BY customer_id HAVING SUM(amount) > 500"),
+])
+def test_which_groupings_are_no_doubt(shop_engine_sqlite, question, sql):
+    rows, report, _ = ask(shop_engine_sqlite, question, lambda r: fenced(sql))
+    assert "grouping" not in verdicts(report)

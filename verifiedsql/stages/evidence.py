@@ -14,9 +14,10 @@ Each check looks at the answer from one side and says ``for``, ``against`` or ``
 - ``today``: the SQL reads today's date where the question names no time relative to today (against: the
   answer changes from day to day);
 - ``dates``: (SQLite) the SQL compares a date with a number, which SQLite makes true for every row or none;
-- ``days``, ``joins``, ``counted`` (``stages/shape_checks.py``): a day of the year or month read as a number of
-  days; a join that only repeats rows; "how many X" where the SQL reads no table of X. ``result`` also speaks
-  against a result whose every number is negative where the question asks how long;
+- ``days``, ``joins``, ``counted``, ``grouping`` (``stages/shape_checks.py``): a day of the year or month read
+  as a number of days; a join that only repeats rows; "how many X" where the SQL reads no table of X; a value
+  per group where the question asks for one. ``result`` also speaks against a result whose every number is
+  negative where the question asks how long;
 - ``refinement``: the chosen SQL needed self-refinement or a repair before it ran (neutral: the repaired SQL
   still has to win the vote);
 - ``constraints``: the question's constraints (``verify``), and with ``constraint_repair`` the arithmetic its
@@ -32,7 +33,7 @@ Each check looks at the answer from one side and says ``for``, ``against`` or ``
 With ``weigh_evidence`` the vote itself weighs these checks on each candidate before any vote (``doubts``): a
 result that is empty, NULL, or negative where the question asks how long; a compared value the question does not
 name; a literal that lives in a linked table; today's date unasked; a date compared with a number on SQLite; and
-the three shape checks. A doubted candidate counts as less than one vote when clusters are compared
+the four shape checks. A doubted candidate counts as less than one vote when clusters are compared
 (``cluster.select_majority``).
 
 The tier follows from the evidence by ``TierRule.tier_of`` (its thresholds are fitted on one seeded half of
@@ -64,7 +65,7 @@ from .common.terms import named_in
 from .context import QuestionContext
 from .generate import CandidateRun
 from .literals import compared_values
-from .shape_checks import calendar_days, counted_table, negative_duration, repeating_joins
+from .shape_checks import calendar_days, counted_table, negative_duration, repeating_joins, split_into_groups
 from .ties import tie_evidence
 
 HARD = ("tables", "time")  # checks that, against an answer, leave it unverified
@@ -191,6 +192,12 @@ def _sql_checks(tree: exp.Expr | None, ctx: QuestionContext) -> list[Evidence]:
             + repeating_joins(tree, ctx.question, catalog) + counted_table(tree, ctx.question, catalog))
 
 
+def _answer_shape(tree: exp.Expr | None, result: ResultSet, ctx: QuestionContext) -> list[Evidence]:
+    """What the rows say against the answer given the question: a negative time, one value asked and a value
+    per group given."""
+    return negative_duration(result, ctx.question) + split_into_groups(tree, result, ctx.question)
+
+
 _LITERAL_VERDICTS: tuple[tuple[LiteralOutcome, EvidenceVerdict], ...] = (
     ("elsewhere", "against"), ("absent", "neutral"), ("repaired", "neutral"), ("variant", "neutral"))
 
@@ -243,9 +250,12 @@ def doubts(run: CandidateRun, ctx: QuestionContext) -> list[Evidence]:
     """The checks against one candidate's result on their own, before any vote: an empty, NULL or (for a time
     between dates) negative result, what the SQL alone says against it (``_sql_checks``), a literal stored in a
     linked table instead."""
-    found = ([e for e in _result(run.result) if e.verdict == "against"] + negative_duration(run.result, ctx.question)
-             if run.result is not None else [])
-    found += _sql_checks(_query_tree(run.candidate.sql, ctx), ctx)
+    tree = _query_tree(run.candidate.sql, ctx)
+    if run.result is not None:
+        found = [e for e in _result(run.result) if e.verdict == "against"] + _answer_shape(tree, run.result, ctx)
+    else:
+        found = []
+    found += _sql_checks(tree, ctx)
     found += [e for e in _literals(run.candidate) if e.verdict == "against"]
     return found
 
@@ -263,7 +273,7 @@ def gather_evidence(ctx: QuestionContext, pool: Pool, timed_out: bool) -> list[E
     chosen = pool.selection.representative.candidate
     result = pool.selection.representative.result
     tree = _query_tree(chosen.sql, ctx)
-    found = [_vote(pool), *_result(result), *negative_duration(result, ctx.question), *_empty_aggregate(result, tree),
+    found = [_vote(pool), *_result(result), *_answer_shape(tree, result, ctx), *_empty_aggregate(result, tree),
              *tie_evidence(ctx, tree, result)]
     if not reads_a_table(tree):
         found.append(Evidence("tables", "against", "the answer is built from constants and reads no table"))

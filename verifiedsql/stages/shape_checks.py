@@ -1,5 +1,5 @@
-"""Checks that read a candidate against the question's own words (``evidence``'s ``days``, ``joins``, ``counted``
-and one ``result`` check; all are among the vote's doubts):
+"""Checks that read a candidate against the question's own words (``evidence``'s ``days``, ``joins``, ``counted``,
+``grouping`` and one ``result`` check; all are among the vote's doubts):
 
 - ``days``: a day of the year or of the month (``STRFTIME('%j', d)``, ``EXTRACT(DAY FROM d)``, ``DAYOFYEAR(d)``)
   of a date, read as a number (an output, or arithmetic) where the question asks for no day of a year, month or
@@ -13,7 +13,9 @@ and one ``result`` check; all are among the vote's doubts):
 - ``counted``: "how many orders ..." where a table is named by those words, and the SQL reads no such table
   (it counts the customers instead), nor a column named for them (``COUNT(DISTINCT customer_id)``);
 - ``result``: a result whose every number is negative where the question asks how many days or how long: a
-  time between two dates taken the wrong way round.
+  time between two dates taken the wrong way round;
+- ``grouping``: several rows of bare aggregates, one per group of a column the query does not show, where the
+  question asks for one value (no "each", "per", "by", "which" or "list").
 """
 
 from __future__ import annotations
@@ -200,3 +202,23 @@ def negative_duration(result: ResultSet, question: str) -> list[Evidence]:
         return []
     return [Evidence("result", "against", "every number of the result is negative, where the question asks how "
                      "long: the dates are subtracted the wrong way round")]
+
+
+_PER = re.compile(r"\b(?:each|every|per|by|for all|respective|respectively|which|list|show|group|groups|"
+                  r"breakdown|across|what are)\b", re.IGNORECASE)
+
+
+def split_into_groups(tree: exp.Expr | None, result: ResultSet, question: str) -> list[Evidence]:
+    """Against several rows of bare aggregates (``GROUP BY`` a column the query does not show) where the question
+    asks for one value: no "each", "per", "by", "which" or "list" in it."""
+    if not isinstance(tree, exp.Select) or result.row_count < 2 or _PER.search(question):
+        return []
+    group = tree.args.get("group")
+    outputs = [e.unalias() for e in tree.expressions]
+    if group is None or tree.args.get("having") or not outputs:
+        return []
+    if not all(any(True for _ in e.find_all(exp.AggFunc)) for e in outputs):
+        return []
+    keys = ", ".join(key.sql() for key in group.expressions)
+    return [Evidence("grouping", "against", f"the SQL gives one value for each {keys} ({result.row_count} rows), "
+                     "where the question asks for one")]
