@@ -126,9 +126,14 @@ def _conditions(select: exp.Select) -> list[exp.Expr]:
     return [j.args["on"] for j in select.args.get("joins") or [] if j.args.get("on") is not None]
 
 
+def _name_words(table_name: str) -> list[str]:
+    """The words of a table's name (``leave_requests``: leave, requests)."""
+    return [word for word in re.split(r"[_\W]+", table_name) if word]
+
+
 def _named(table_name: str, question: str) -> bool:
     """Whether the question names a word of the table's name (``concerts`` names ``singer_in_concert``)."""
-    return any(len(word) > 2 and named_in(word, question) for word in re.split(r"[_\W]+", table_name))
+    return any(len(word) > 2 and named_in(word, question) for word in _name_words(table_name))
 
 
 def _join_columns(select: exp.Select, alias: str) -> tuple[set[str], set[str]]:
@@ -158,8 +163,7 @@ def _reads_beyond_join(select: exp.Select, alias: str, table: Table, catalog: Ca
             continue
         if column.table.lower() == alias or (not column.table and catalog.column(table, column.name) is not None):
             return True
-    return any(isinstance(star, exp.Star) for star in select.expressions) or any(
-        column.table.lower() == alias for column in select.find_all(exp.Column) if isinstance(column.this, exp.Star))
+    return any(isinstance(star, exp.Star) for star in select.expressions)  # alias.* is a column, read above
 
 
 _HOW_MANY = re.compile(r"\bhow many (\w+)(?: (\w+))?", re.IGNORECASE)
@@ -171,10 +175,11 @@ def counted_table(tree: exp.Expr | None, question: str, catalog: Catalog) -> lis
     if tree is None or match is None:
         return []
     counted = " ".join(word for word in match.groups() if word)
+    read = [table for node in tree.find_all(exp.Table) if (table := catalog.table(node.name)) is not None]
+    if not read or any(_names_all(catalog.bare(t), counted) for t in read):
+        return []  # the common case, settled without reading the whole schema
     wanted = [t for t in catalog.schema.tables if _names_all(catalog.bare(t), counted)]
-    read = {table.lower() for node in tree.find_all(exp.Table)
-            if (table := getattr(catalog.table(node.name), "name", None)) is not None}
-    if not wanted or not read or any(t.name.lower() in read for t in wanted):
+    if not wanted:
         return []
     columns = {column.name.replace("_", " ") for column in tree.find_all(exp.Column)}
     if any(_names_all(catalog.bare(t), column) for t in wanted for column in columns):
@@ -186,7 +191,7 @@ def counted_table(tree: exp.Expr | None, question: str, catalog: Catalog) -> lis
 
 def _names_all(table_name: str, words: str) -> bool:
     """Whether every word of the table's name is one of ``words`` (``leave_requests`` in "leave requests")."""
-    parts = [word for word in re.split(r"[_\W]+", table_name) if word]
+    parts = _name_words(table_name)
     return bool(parts) and all(named_in(word, words) for word in parts)
 
 
@@ -217,7 +222,7 @@ def split_into_groups(tree: exp.Expr | None, result: ResultSet, question: str) -
     outputs = [e.unalias() for e in tree.expressions]
     if group is None or tree.args.get("having") or not outputs:
         return []
-    if not all(any(True for _ in e.find_all(exp.AggFunc)) for e in outputs):
+    if not all(e.find(exp.AggFunc) is not None for e in outputs):
         return []
     keys = ", ".join(key.sql() for key in group.expressions)
     return [Evidence("grouping", "against", f"the SQL gives one value for each {keys} ({result.row_count} rows), "
