@@ -186,8 +186,8 @@ def test_days_are_not_a_difference_of_years_or_months(engine, part, expected):
 
 @pytest.mark.parametrize(("question", "sql"), [
     # the question names years too: a difference of years may be what it asks
-    ("How many orders shipped within 30 days, among the customers of more than 2 years?",
-     "SELECT COUNT(*) FROM orders WHERE STRFTIME('%Y', ship_date) - STRFTIME('%Y', order_date) > 2"),
+    ("How many orders shipped within 30 days, among the customers of exactly 2 years?",
+     "SELECT COUNT(*) FROM orders WHERE STRFTIME('%Y', ship_date) - STRFTIME('%Y', order_date) = 2"),
     # a year and a month are not alike parts
     ("How many days?", "SELECT STRFTIME('%Y', ship_date) - STRFTIME('%m', order_date) FROM orders"),
     # no days asked
@@ -837,9 +837,6 @@ def test_a_date_compared_with_a_year_plus_an_amount_is_the_date_moved_by_it(ques
     # one number, two units: which one is meant is not read
     ("Which orders shipped 3 days after, and which 3 weeks after?",
      "SELECT COUNT(*) FROM orders WHERE ship_date > STRFTIME('%Y', order_date) + 3", "sqlite"),
-    # a year compared with a year: years, as written
-    ("How many orders shipped more than 2 years after they were placed?",
-     "SELECT COUNT(*) FROM orders WHERE STRFTIME('%Y', ship_date) > STRFTIME('%Y', order_date) + 2", "sqlite"),
     # 'now' is no stored date
     ("How many orders shipped more than 180 days ago?",
      "SELECT COUNT(*) FROM orders WHERE ship_date < STRFTIME('%Y', 'now') - 180", "sqlite"),
@@ -897,3 +894,58 @@ def test_weeks_asked_are_days_divided_by_seven(engine, sql, expected):
 ])
 def test_weeks_left_alone(sql):
     assert fixed("On average, how many weeks did an order wait?", sql)[1] == []
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("postgresql", "SELECT COUNT(*) FROM orders WHERE EXTRACT(YEAR FROM ship_date) - EXTRACT(YEAR FROM order_date) > 2",
+     "ship_date > order_date + INTERVAL '2 YEAR'"),
+    ("postgresql", "SELECT COUNT(*) FROM orders WHERE EXTRACT(YEAR FROM ship_date) > EXTRACT(YEAR FROM order_date) + 2",
+     "ship_date > order_date + INTERVAL '2 YEAR'"),
+    ("postgresql", "SELECT COUNT(*) FROM orders WHERE 2 < EXTRACT(YEAR FROM ship_date) - EXTRACT(YEAR FROM order_date)",
+     "order_date + INTERVAL '2 YEAR' < ship_date"),
+    ("sqlite", "SELECT COUNT(*) FROM orders WHERE STRFTIME('%Y', ship_date) > STRFTIME('%Y', order_date) + 2",
+     "ship_date > DATE(order_date, '+2 years')"),
+    ("sqlite", "SELECT COUNT(*) FROM orders WHERE CAST(STRFTIME('%Y', ship_date) AS INTEGER) - "
+               "CAST(STRFTIME('%Y', order_date) AS INTEGER) >= 2",
+     "ship_date >= DATE(order_date, '+2 years')"),
+])
+def test_years_after_a_date_are_dates_moved_by_them_not_calendar_years(engine, sql, expected):
+    assert repaired("How many orders shipped more than 2 years after they were placed?", sql, engine) \
+        .endswith(f"WHERE {expected}")
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    # another number of years than the question's
+    ("How many orders shipped more than 2 years after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE EXTRACT(YEAR FROM ship_date) - EXTRACT(YEAR FROM order_date) > 3"),
+    # no years named: a later calendar year may be what is asked
+    ("How many orders shipped in a later year than they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE EXTRACT(YEAR FROM ship_date) - EXTRACT(YEAR FROM order_date) > 0"),
+    # months are not years
+    ("How many orders shipped more than 2 years after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE EXTRACT(MONTH FROM ship_date) - EXTRACT(MONTH FROM order_date) > 2"),
+    # already dates
+    ("How many orders shipped more than 2 years after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date > order_date + INTERVAL '2 years'"),
+])
+def test_calendar_years_left_alone(question, sql):
+    assert fixed(question, sql, "postgresql")[1] == []
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("postgresql",
+     "SELECT COUNT(*) FROM orders WHERE EXTRACT(YEAR FROM ship_date) - EXTRACT(YEAR FROM order_date) <= 1",
+     "(CAST(ship_date AS DATE) - CAST(order_date AS DATE)) <= 365"),
+    ("sqlite", "SELECT COUNT(*) FROM orders WHERE 1 >= STRFTIME('%Y', ship_date) - STRFTIME('%Y', order_date)",
+     "365 >= (JULIANDAY(ship_date) - JULIANDAY(order_date))"),
+])
+def test_a_year_read_for_the_question_s_365_days_is_365_days(engine, sql, expected):
+    sql, fixes = fixed("How many orders shipped within 365 days of being placed?", sql, engine)
+    assert sql.endswith(f"WHERE {expected}") and len(fixes) == 2, (sql, fixes)
+
+
+def test_a_bound_in_years_the_question_does_not_name_in_days_is_left():
+    sql, fixes = fixed("How many orders shipped within 30 days of being placed?",
+                       "SELECT COUNT(*) FROM orders WHERE EXTRACT(YEAR FROM ship_date) - EXTRACT(YEAR FROM order_date) "
+                       "<= 1", "postgresql")
+    assert sql.endswith("<= 1") and len(fixes) == 1

@@ -15,7 +15,7 @@
 - **days**: a number of days is a difference of dates in the engine's date arithmetic, not a difference of
   their day-of-month or day-of-year parts (``EXTRACT(DAY FROM end) - EXTRACT(DAY FROM start)``,
   ``STRFTIME('%j', end) - STRFTIME('%j', start)``), nor on SQLite a difference of date text (which subtracts
-  the years);
+  the years); a difference of years compared with 1 where the question names 365 days is compared with 365;
 - **first**: a number of days to "its first X" reads X's earliest date per owner, not every X's date;
 - **direction**: "how many days after A did B" (or "days before A was B", "days from A to B") subtracts the
   earlier date from the later, not the other way round;
@@ -25,6 +25,9 @@
   ``DATE(d, '+30 days')``;
 - **year shift**: on SQLite, "more than 10 days after A" as ``b > STRFTIME('%Y', a) + 10`` (a date compared with
   a year number) is ``b > DATE(a, '+10 days')``, in the unit the question names with that number;
+- **calendar years**: "more than 10 years after A" (years the question names) as a difference of calendar
+  years (``EXTRACT(YEAR FROM b) - EXTRACT(YEAR FROM a) > 10``) compares the dates, one moved by the years
+  (``b > a + INTERVAL '10 YEAR'``);
 - **weeks**: "how many weeks" divides a number of days by 7;
 - **inclusive**: "counting the first and the last day" (or "inclusive", "if the start day and the end day both
   count") adds 1 to a difference of dates;
@@ -59,7 +62,19 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .changes import growth, growth_base
-from .dates import day_units, days, direction, first, inclusive, month_text, shifted, weeks, within_after, year_shift
+from .dates import (
+    calendar_years,
+    day_units,
+    days,
+    direction,
+    first,
+    inclusive,
+    month_text,
+    shifted,
+    weeks,
+    within_after,
+    year_shift,
+)
 from .forms import distinct, integer_division, letter_case, rounding
 from .shares import divisor, group_share, per_item, ratio_terms, scale, whole
 from .tree import Env, Finding, Rule, ValueReader
@@ -69,14 +84,15 @@ from .words import Rules, read_rules
 __all__ = ["RULES", "Env", "Finding", "Rules", "ValueReader", "findings", "problems", "read_rules", "repair"]
 
 RULES: tuple[Rule, ...] = (scale, divisor, ratio_terms, whole, group_share, growth_base, growth, per_item,
-                          integer_division, days, day_units, shifted, year_shift, first, direction, inclusive,
-                          weeks, within_after, beyond, distinct, month_text, rounding, letter_case)
+                          integer_division, days, day_units, shifted, year_shift, calendar_years, first, direction,
+                          inclusive, weeks, within_after, beyond, distinct, month_text, rounding, letter_case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
 divisor and the rows each side of a ratio or a share counts, the change over a base (the first period's),
 the average number of things per owner, integer division, days (not divided into a unit the question does not
-name, a date moved by days or by a year part plus days, to the first of several, the later date minus the earlier,
-then both ends of them, weeks, a window after a date and the side of a moved date) and distinct counts, a
-month as text; the rounding last of the arithmetic, then the letter case of comparisons."""
+name, a date moved by days or by a year part plus days, calendar years as dates moved by years, to the first of
+several, the later date minus the earlier, then both ends of them, weeks, a window after a date and the side
+of a moved date) and distinct counts, a month as text; the rounding last of the arithmetic, then the letter
+case of comparisons."""
 
 
 def findings(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:

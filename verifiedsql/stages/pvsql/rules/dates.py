@@ -70,7 +70,35 @@ def days(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
             parts = (*sides, "SQLite subtracts the years of date text")
         end, start, why = parts
         found.append(_day_difference(sub, end, start, why, env))
+        found.extend(_bound_in_days(sub, rules, env))
     return found
+
+
+_DAYS_PER = {"YEAR": (365, 366), "MONTH": (28, 29, 30, 31)}  # the days a question may name for one unit
+
+
+def _bound_in_days(sub: exp.Sub, rules: Rules, env: Env) -> list[Finding]:
+    """A difference of years or months compared with a number of those units that is a number of days the
+    question names ("within 365 days" as ``EXTRACT(YEAR FROM b) - EXTRACT(YEAR FROM a) <= 1``): once the
+    difference is in days, the bound is the question's days (``<= 365``), not the one unit it was read as."""
+    ends = (_part(sub.left), _part(sub.right))
+    unit = ends[0][0] if ends[0] is not None else None
+    child: exp.Expr = sub
+    comparison: exp.Expr | None = sub.parent
+    while isinstance(comparison, (exp.Paren, exp.Cast)):
+        child, comparison = comparison, comparison.parent
+    if unit not in _DAYS_PER or not isinstance(comparison, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ)):
+        return []
+    bound = unparen(comparison.expression if comparison.this is child else comparison.this)
+    if not isinstance(bound, exp.Literal) or bound.is_string or not float(bound.this).is_integer():
+        return []
+    named = {count for count, named_unit in rules.durations if named_unit == "day"}
+    days = [count for count in named for per in _DAYS_PER[unit] if count == int(float(bound.this)) * per]
+    if len(days) != 1 or days[0] == int(float(bound.this)):
+        return []
+    return [replaced(f"the question names {days[0]} days, but {render(comparison, env)} bounds a difference of "
+                     f"{unit.lower()}s by {bound.this}", bound, exp.Literal.number(days[0]), "the question's days",
+                     env)]
 
 
 def days_between(end: exp.Expr, start: exp.Expr, engine: str) -> exp.Expr:
@@ -185,6 +213,55 @@ def year_shift(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
                                   f"{by} on", comparison, turned, f"the date moved by {by}", env))
             break
     return found
+
+
+def calendar_years(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"More than 10 years after A" (a number of years the question names) as a difference of calendar years
+    (``EXTRACT(YEAR FROM b) - EXTRACT(YEAR FROM a) > 10``, ``YEAR(b) > YEAR(a) + 10``), which holds 2014-01-02
+    more than 10 years after 2003-12-31: the dates themselves, one moved by the years (``b > a + INTERVAL '10
+    years'``, ``b > DATE(a, '+10 years')`` on SQLite)."""
+    years = {count for count, unit in rules.durations if unit == "year"}
+    if not years:
+        return []
+    found = []
+    for comparison in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE):
+        sides = _as_dates(unparen(comparison.this), unparen(comparison.expression), years, env)
+        if sides is None:
+            turned = _as_dates(unparen(comparison.expression), unparen(comparison.this), years, env)
+            sides = turned[::-1] if turned is not None else None
+        if sides is None:
+            continue
+        dated = comparison.copy()
+        dated.set("this", sides[0])
+        dated.set("expression", sides[1])
+        found.append(replaced(f"{render(comparison, env)} compares calendar years, not dates that many years apart",
+                              comparison, dated, "the dates, one moved by the years", env))
+    return found
+
+
+def _as_dates(one: exp.Expr, other: exp.Expr, years: set[int], env: Env) -> tuple[exp.Expr, exp.Expr] | None:
+    """``one`` and ``other`` as dates where ``one`` is a difference of two dates' years and ``other`` one of
+    ``years`` (``YEAR(b) - YEAR(a)`` and ``10``: ``b`` and ``a`` moved by 10 years), or ``one`` a date's year
+    plus one of ``years`` and ``other`` a date's year (``YEAR(a) + 10`` and ``YEAR(b)``); None otherwise."""
+    if isinstance(one, exp.Sub) and isinstance(other, exp.Literal) and not other.is_string:
+        ends = (_part(one.this), _part(one.expression))
+        count = float(other.this)
+        if ends[0] is None or ends[1] is None or {ends[0][0], ends[1][0]} != {"YEAR"} or count not in years:
+            return None
+        return ends[0][1].copy(), moved_by(ends[1][1], int(count), "year", env.engine)
+    shift, year = _year_plus(one), _part(uncast(other))
+    if shift is None or abs(shift[1]) not in years or year is None or year[0] != "YEAR":
+        return None
+    return moved_by(shift[0], shift[1], "year", env.engine), year[1].copy()
+
+
+def moved_by(date: exp.Expr, count: int, unit: str, engine: str) -> exp.Expr:
+    """``date`` moved by ``count`` (signed) days, months or years in ``engine``'s date arithmetic: ``DATE(d,
+    '+10 years')`` on SQLite, ``d + INTERVAL '10 YEAR'`` elsewhere."""
+    if engine == "sqlite":
+        return exp.Date(this=date.copy(), expressions=[exp.Literal.string(f"{count:+d} {_SQLITE_UNITS[unit]}")])
+    interval = exp.Interval(this=exp.Literal.string(str(abs(count))), unit=exp.var(unit.upper()))
+    return (exp.Add if count >= 0 else exp.Sub)(this=date.copy(), expression=interval)
 
 
 _DAYS_IN = {365.0: "YEAR", 365.25: "YEAR", 30.0: "MONTH", 7.0: "WEEK"}  # a divisor that turns days into the unit
