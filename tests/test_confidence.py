@@ -362,6 +362,11 @@ def test_a_day_of_the_year_is_no_doubt_where_the_question_asks_for_one(shop_engi
     ("SELECT AVG(STRFTIME('%d', joined)) FROM customers", "sqlite", True),
     ("SELECT EXTRACT(DAY FROM MAX(joined) - MIN(joined)) FROM customers", "postgres", False),  # of an interval
     ("SELECT STRFTIME('%J', MAX(joined)) - STRFTIME('%J', MIN(joined)) FROM customers", "sqlite", False),
+    # a filter on the day of the month, with the question's number of days (the question below gives 7)
+    ("SELECT COUNT(*) FROM customers WHERE EXTRACT(DAY FROM joined) > 7", "postgres", True),
+    ("SELECT COUNT(*) FROM customers WHERE 7 <= (STRFTIME('%d', joined))", "sqlite", True),
+    ("SELECT COUNT(*) FROM customers WHERE EXTRACT(DAY FROM joined) > 10", "postgres", False),
+    ("SELECT COUNT(*) FROM customers WHERE EXTRACT(DAY FROM joined) = 7", "postgres", False),
     ("SELECT COUNT(*) FROM customers WHERE STRFTIME('%d', joined) = '15'", "sqlite", False),  # a filter
     ("SELECT STRFTIME('%j', JULIANDAY(MAX(joined)) - JULIANDAY(MIN(joined))) FROM customers", "sqlite", True),
     ("SELECT EXTRACT(DAY FROM MAX(country)) FROM customers", "postgres", False),  # not a date
@@ -374,8 +379,8 @@ def test_which_day_fields_are_read_as_a_number_of_days(sql, dialect, doubted):
     from verifiedsql.stages.shape_checks import calendar_days
     customers = Table("customers", (Column("id", "INTEGER", primary_key=True), Column("country", "TEXT"),
                                     Column("joined", "DATE")))
-    found = calendar_days(sqlglot.parse_one(sql, read=dialect), "How many days passed between the first and the "
-                          "last customer?", Catalog(Schema((customers,)), "sqlite"), dialect)
+    found = calendar_days(sqlglot.parse_one(sql, read=dialect), "How many customers joined more than 7 days after "
+                          "the first one?", Catalog(Schema((customers,)), "sqlite"), dialect)
     assert bool(found) is doubted
 
 

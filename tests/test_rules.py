@@ -944,8 +944,32 @@ def test_a_year_read_for_the_question_s_365_days_is_365_days(engine, sql, expect
     assert sql.endswith(f"WHERE {expected}") and len(fixes) == 2, (sql, fixes)
 
 
-def test_a_bound_in_years_the_question_does_not_name_in_days_is_left():
-    sql, fixes = fixed("How many orders shipped within 30 days of being placed?",
-                       "SELECT COUNT(*) FROM orders WHERE EXTRACT(YEAR FROM ship_date) - EXTRACT(YEAR FROM order_date) "
-                       "<= 1", "postgresql")
-    assert sql.endswith("<= 1") and len(fixes) == 1
+def test_a_number_of_days_compared_with_a_number_the_question_does_not_give_is_compared_with_its_own():
+    question = "How many orders shipped more than 90 days after they were placed?"
+    assert repaired(question, "SELECT COUNT(*) FROM orders WHERE ship_date - order_date > 9", "postgresql") \
+        .endswith("WHERE ship_date - order_date > 90")
+    assert repaired("How many orders shipped within 2 weeks of being placed?",
+                    "SELECT COUNT(*) FROM orders WHERE ship_date - order_date <= 2", "postgresql").endswith("<= 14")
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    # the number is the question's
+    ("How many orders shipped more than 90 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date - order_date > 90"),
+    # two amounts of time: which one is meant is not read
+    ("How many orders placed within 30 days of signup shipped more than 5 days after?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date - order_date > 6"),
+    # a number the question gives otherwise
+    ("How many orders of 2 items or more shipped more than 90 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date - order_date > 2"),
+    # the days are bounded by the question's number too: the other end of a window
+    ("How many orders shipped within 90 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date - order_date BETWEEN 1 AND 90"),
+    ("How many orders shipped within 90 days after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date - order_date <= 90 AND ship_date - order_date >= 1"),
+    # no number of days
+    ("How many orders shipped more than a week after they were placed?",
+     "SELECT COUNT(*) FROM orders WHERE ship_date - order_date > 7"),
+])
+def test_a_number_of_days_left_alone(question, sql):
+    assert fixed(question, sql, "postgresql")[1] == []

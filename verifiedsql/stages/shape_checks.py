@@ -4,7 +4,9 @@
 - ``days``: a day of the year or of the month (``STRFTIME('%j', d)``, ``EXTRACT(DAY FROM d)``, ``DAYOFYEAR(d)``)
   of a date, read as a number (an output, or arithmetic) where the question asks for no day of a year, month or
   week: a calendar field counts the days since the first of its year or month, not the days between two dates.
-  SQLite's ``STRFTIME('%j', x)`` of a number of days is no better: it reads the number as a Julian day;
+  SQLite's ``STRFTIME('%j', x)`` of a number of days is no better: it reads the number as a Julian day. A
+  filter on one is left alone, unless it compares it with a number the question gives as days ("more than 7
+  days" as ``EXTRACT(DAY FROM d) > 7``);
 - ``joins``: a table read for nothing but its join to one other table, which the question does not name (no
   word of its name), joined on columns that are not its whole primary key: each row of the rest of the query
   meets any number of its rows, so the join only repeats rows (or drops those without a match), and counts,
@@ -49,10 +51,25 @@ def calendar_days(tree: exp.Expr | None, question: str, catalog: Catalog, dialec
         if not isinstance(node, exp.TimeToStr) and not is_date_valued(without_conversions(_field_argument(node)),
                                                                       column_of):
             continue  # EXTRACT(DAY FROM a - b) reads the days of an interval
-        if _read_as_number(node):
+        if _read_as_number(node) or _compared_with_named_days(node, question):
             return [Evidence("days", "against", f"{node.sql(dialect=dialect)} is a day of the year "
                              "or month, not a number of days between two dates")]
     return []
+
+
+def _compared_with_named_days(node: exp.Expr, question: str) -> bool:
+    """Compared with a number the question gives as days ("took more than 7 days" as ``EXTRACT(DAY FROM d) >
+    7``): a filter on the day of the month would name no number of days."""
+    parent = node.parent
+    while isinstance(parent, (exp.Paren, exp.Cast)):
+        node, parent = parent, parent.parent
+    if not isinstance(parent, (exp.GT, exp.GTE, exp.LT, exp.LTE)):
+        return False
+    other = parent.expression if parent.this is node else parent.this
+    while isinstance(other, exp.Paren):
+        other = other.this
+    return isinstance(other, exp.Literal) and not other.is_string and \
+        re.search(rf"\b{re.escape(other.name)} days?\b", question.lower()) is not None
 
 
 def _day_field(node: exp.Expr) -> bool:

@@ -28,6 +28,8 @@
 - **calendar years**: "more than 10 years after A" (years the question names) as a difference of calendar
   years (``EXTRACT(YEAR FROM b) - EXTRACT(YEAR FROM a) > 10``) compares the dates, one moved by the years
   (``b > a + INTERVAL '10 YEAR'``);
+- **named bound**: a number of days compared with a number the question does not give, where it gives one
+  number of days ("more than 90 days after" as ``d - a > 9``), is compared with the question's number;
 - **weeks**: "how many weeks" divides a number of days by 7;
 - **inclusive**: "counting the first and the last day" (or "inclusive", "if the start day and the end day both
   count") adds 1 to a difference of dates;
@@ -70,6 +72,7 @@ from .dates import (
     first,
     inclusive,
     month_text,
+    named_bound,
     shifted,
     weeks,
     within_after,
@@ -84,8 +87,9 @@ from .words import Rules, read_rules
 __all__ = ["RULES", "Env", "Finding", "Rules", "ValueReader", "findings", "problems", "read_rules", "repair"]
 
 RULES: tuple[Rule, ...] = (scale, divisor, ratio_terms, whole, group_share, growth_base, growth, per_item,
-                          integer_division, days, day_units, shifted, year_shift, calendar_years, first, direction,
-                          inclusive, weeks, within_after, beyond, distinct, month_text, rounding, letter_case)
+                          integer_division, days, day_units, shifted, year_shift, calendar_years, named_bound, first,
+                          direction, inclusive, weeks, within_after, beyond, distinct, month_text, rounding,
+                          letter_case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
 divisor and the rows each side of a ratio or a share counts, the change over a base (the first period's),
 the average number of things per owner, integer division, days (not divided into a unit the question does not

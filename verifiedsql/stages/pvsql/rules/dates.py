@@ -70,35 +70,51 @@ def days(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
             parts = (*sides, "SQLite subtracts the years of date text")
         end, start, why = parts
         found.append(_day_difference(sub, end, start, why, env))
-        found.extend(_bound_in_days(sub, rules, env))
     return found
 
 
-_DAYS_PER = {"YEAR": (365, 366), "MONTH": (28, 29, 30, 31)}  # the days a question may name for one unit
-
-
-def _bound_in_days(sub: exp.Sub, rules: Rules, env: Env) -> list[Finding]:
-    """A difference of years or months compared with a number of those units that is a number of days the
-    question names ("within 365 days" as ``EXTRACT(YEAR FROM b) - EXTRACT(YEAR FROM a) <= 1``): once the
-    difference is in days, the bound is the question's days (``<= 365``), not the one unit it was read as."""
-    ends = (_part(sub.left), _part(sub.right))
-    unit = ends[0][0] if ends[0] is not None else None
-    child: exp.Expr = sub
-    comparison: exp.Expr | None = sub.parent
+def _compared_bound(node: exp.Expr) -> tuple[exp.Expr, exp.Literal] | None:
+    """(the comparison, the whole number) where ``node`` (through parentheses and casts) is compared with a whole
+    number literal (``d - a <= 30``, ``30 > (d - a)``); None otherwise."""
+    child: exp.Expr = node
+    comparison: exp.Expr | None = node.parent
     while isinstance(comparison, (exp.Paren, exp.Cast)):
         child, comparison = comparison, comparison.parent
-    if unit not in _DAYS_PER or not isinstance(comparison, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ)):
-        return []
+    if not isinstance(comparison, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ)):
+        return None
     bound = unparen(comparison.expression if comparison.this is child else comparison.this)
     if not isinstance(bound, exp.Literal) or bound.is_string or not float(bound.this).is_integer():
+        return None
+    return comparison, bound
+
+
+def named_bound(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A number of days compared with a number the question does not give, where it gives exactly one amount of
+    time, in days or weeks ("more than 90 days after" as ``issued - started > 9``; "within 365 days" read as one
+    year, ``<= 1`` once ``days`` has made the years days): the question's number. Left alone where the same days
+    are compared with the question's number elsewhere too (a window's other end)."""
+    named = {count for count, unit in rules.durations if unit == "day"} | \
+        {count * 7 for count, unit in rules.durations if unit == "week"}
+    if len(named) != 1 or len(rules.durations) != 1:
         return []
-    named = {count for count, named_unit in rules.durations if named_unit == "day"}
-    days = [count for count in named for per in _DAYS_PER[unit] if count == int(float(bound.this)) * per]
-    if len(days) != 1 or days[0] == int(float(bound.this)):
-        return []
-    return [replaced(f"the question names {days[0]} days, but {render(comparison, env)} bounds a difference of "
-                     f"{unit.lower()}s by {bound.this}", bound, exp.Literal.number(days[0]), "the question's days",
-                     env)]
+    days = next(iter(named))
+    other_numbers = rules.numbers - {count for count, _ in rules.durations}  # "2 weeks" read as 2 days is no other
+    found = []
+    for difference in _day_differences(tree, env):
+        compared = _compared_bound(difference)
+        if compared is None:
+            continue
+        comparison, bound = compared
+        number = int(float(bound.this))
+        key = render(unparen(difference), env)
+        if number in (0, days) or number in other_numbers or any(  # the days bounded by the question's number too
+                days in (b.to_py() for b in (unparen(c.this), unparen(c.expression)) if isinstance(b, exp.Literal))
+                and key in (render(unparen(c.this), env), render(unparen(c.expression), env))
+                for c in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ)):
+            continue
+        found.append(replaced(f"the question gives {days} days, but {render(comparison, env)} compares the days "
+                              f"with {bound.this}", bound, exp.Literal.number(days), "the question's days", env))
+    return found
 
 
 def days_between(end: exp.Expr, start: exp.Expr, engine: str) -> exp.Expr:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ...common.date_nodes import time_amount
@@ -116,6 +116,7 @@ class Rules:
     month_text: bool = False  # a month is given as YYYY-MM text
     rounding: int | None = None  # decimal places the answer is rounded to (0: a whole number)
     case_insensitive: bool = False
+    numbers: frozenset[int] = field(default=frozenset(), compare=False)  # every number it gives, dates' parts too
 
     @property
     def any(self) -> bool:
@@ -191,7 +192,8 @@ def read_rules(question: str) -> Rules:
                  growth=bool(_GROWTH.search(text)),
                  periods=(periods.group(1), periods.group(2)) if periods else None, per_item=per_item,
                  distinct=distinct.group(1) if distinct else None, month_text=bool(_MONTH_TEXT.search(text)),
-                 rounding=_places(text), case_insensitive=bool(_CASE.search(text)))
+                 rounding=_places(text), case_insensitive=bool(_CASE.search(text)),
+                 numbers=frozenset(_whole(number) for number in re.findall(_NUMBER, text)))
 
 
 def _whole(number: str) -> int:
