@@ -476,8 +476,19 @@ def test_a_value_per_group_where_the_question_asks_for_one_is_doubted(shop_engin
                                                               if e.check == "grouping")
 
 
+def test_rows_of_no_aggregate_where_the_question_asks_for_an_average_are_doubted(shop_engine):
+    _, report, _, lone = lone_and_outvoted(shop_engine, "On average, how large is an order?",
+                                           "SELECT amount FROM orders", "SELECT AVG(amount) FROM orders")
+    assert "grouping" not in verdicts(report)
+    assert verdicts(lone)["grouping"] == "against" and lone.confidence == "probable"
+    assert "no average or total" in next(e.detail for e in lone.evidence if e.check == "grouping")
+
+
 @pytest.mark.parametrize(("question", "sql"), [
     ("What is the total amount for each customer?", PER_CUSTOMER),  # the question asks for one value per group
+    ("What are the amounts of the orders above the average?",  # rows asked
+     "SELECT amount FROM orders WHERE amount > (SELECT AVG(amount) FROM orders)"),
+    ("How large is the order total of customer 1?", "SELECT amount FROM orders WHERE customer_id = 1 LIMIT 1"),
     ("What is the total amount of all orders?", "SELECT customer_id, SUM(amount) FROM orders GROUP BY customer_id"),
     ("Which customers ordered more than 500 in all?",
      "SELECT customer_id FROM orders GROUP BY customer_id HAVING SUM(amount) > 500"),

@@ -17,7 +17,8 @@
 - ``result``: a result whose every number is negative where the question asks how many days or how long: a
   time between two dates taken the wrong way round;
 - ``grouping``: several rows of bare aggregates, one per group of a column the query does not show, where the
-  question asks for one value (no "each", "per", "by", "which" or "list").
+  question asks for one value (no "each", "per", "by", "which" or "list"); or several rows of no aggregate at
+  all, where it asks for an average or a total.
 """
 
 from __future__ import annotations
@@ -230,13 +231,21 @@ _PER = re.compile(r"\b(?:each|every|per|by|for all|respective|respectively|which
                   r"breakdown|across|what are)\b", re.IGNORECASE)
 
 
+_ONE_AGGREGATE = re.compile(r"\b(?:average|mean|in total|total|sum)\b", re.IGNORECASE)
+
+
 def split_into_groups(tree: exp.Expr | None, result: ResultSet, question: str) -> list[Evidence]:
     """Against several rows of bare aggregates (``GROUP BY`` a column the query does not show) where the question
-    asks for one value: no "each", "per", "by", "which" or "list" in it."""
+    asks for one value: no "each", "per", "by", "which" or "list" in it; and against several rows of no aggregate
+    at all where it asks for an average or a total (one row per record, left to the reader to add up)."""
     if not isinstance(tree, exp.Select) or result.row_count < 2 or _PER.search(question):
         return []
     group = tree.args.get("group")
     outputs = [e.unalias() for e in tree.expressions]
+    if group is None and outputs and _ONE_AGGREGATE.search(question) and not any(
+            e.find(exp.AggFunc) is not None for e in outputs) and not tree.find(exp.Window):
+        return [Evidence("grouping", "against", f"the SQL gives {result.row_count} rows and no average or total, "
+                         "where the question asks for one")]
     if group is None or tree.args.get("having") or not outputs:
         return []
     if not all(e.find(exp.AggFunc) is not None for e in outputs):
