@@ -973,3 +973,30 @@ def test_a_number_of_days_compared_with_a_number_the_question_does_not_give_is_c
 ])
 def test_a_number_of_days_left_alone(question, sql):
     assert fixed(question, sql, "postgresql")[1] == []
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("postgresql", "SELECT AVG(CURRENT_DATE - order_date) FROM orders",
+     "SELECT AVG(CAST('2024-12-31' AS DATE) - order_date) FROM orders"),
+    ("postgresql", "SELECT AVG(NOW() - order_date) FROM orders",
+     "SELECT AVG(CAST('2024-12-31' AS TIMESTAMP) - order_date) FROM orders"),
+    ("sqlite", "SELECT AVG(JULIANDAY('now') - JULIANDAY(order_date)) FROM orders",
+     "SELECT AVG(JULIANDAY('2024-12-31') - JULIANDAY(order_date)) FROM orders"),
+])
+def test_today_is_the_day_the_question_gives(engine, sql, expected):
+    assert fixed("What is the average number of days from an order's date to 2024-12-31?", sql, engine)[0] == expected
+
+
+@pytest.mark.parametrize("question", [
+    "How many days ago was the first order placed, counting from today?",  # today asked for
+    "How many orders were placed between 2024-01-01 and 2024-12-31, up to now?",
+    "How many orders were placed between 2024-01-01 and 2024-12-31?",  # two dates: which one is today's is not read
+    "How many days ago was the first order placed?",  # no date given
+])
+def test_today_left_alone(question):
+    assert fixed(question, "SELECT CURRENT_DATE - MIN(order_date) FROM orders", "postgresql")[1] == []
+
+
+def test_today_beside_a_time_zone_left_alone():
+    assert fixed("How many days after 2024-01-01 was the last order?",
+                 "SELECT JULIANDAY(DATE('now', 'localtime')) - JULIANDAY(MAX(order_date)) FROM orders")[1] == []

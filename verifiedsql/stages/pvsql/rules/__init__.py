@@ -25,6 +25,8 @@
   ``DATE(d, '+30 days')``;
 - **year shift**: on SQLite, "more than 10 days after A" as ``b > STRFTIME('%Y', a) + 10`` (a date compared with
   a year number) is ``b > DATE(a, '+10 days')``, in the unit the question names with that number;
+- **given day**: today's date (``CURRENT_DATE``, ``NOW()``, ``'now'``) where the question gives one date and
+  names no time relative to today ("how many days before 2024-12-31") is that date;
 - **calendar years**: "more than 10 years after A" (years the question names) as a difference of calendar
   years (``EXTRACT(YEAR FROM b) - EXTRACT(YEAR FROM a) > 10``) compares the dates, one moved by the years
   (``b > a + INTERVAL '10 YEAR'``);
@@ -80,6 +82,7 @@ from .dates import (
 )
 from .forms import distinct, integer_division, letter_case, rounding
 from .shares import divisor, group_share, per_item, ratio_terms, scale, whole
+from .today import given_day
 from .tree import Env, Finding, Rule, ValueReader
 from .windows import beyond
 from .words import Rules, read_rules
@@ -87,16 +90,16 @@ from .words import Rules, read_rules
 __all__ = ["RULES", "Env", "Finding", "Rules", "ValueReader", "findings", "problems", "read_rules", "repair"]
 
 RULES: tuple[Rule, ...] = (scale, divisor, ratio_terms, whole, group_share, growth_base, growth, per_item,
-                          integer_division, days, day_units, shifted, year_shift, calendar_years, named_bound, first,
-                          direction, inclusive, weeks, within_after, beyond, distinct, month_text, rounding,
-                          letter_case)
+                          integer_division, given_day, days, day_units, shifted, year_shift, calendar_years,
+                          named_bound, first, direction, inclusive, weeks, within_after, beyond, distinct, month_text,
+                          rounding, letter_case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
 divisor and the rows each side of a ratio or a share counts, the change over a base (the first period's),
-the average number of things per owner, integer division, days (not divided into a unit the question does not
-name, a date moved by days or by a year part plus days, calendar years as dates moved by years, to the first of
-several, the later date minus the earlier, then both ends of them, weeks, a window after a date and the side
-of a moved date) and distinct counts, a month as text; the rounding last of the arithmetic, then the letter
-case of comparisons."""
+the average number of things per owner, integer division, the question's date for today's, days (not divided
+into a unit the question does not name, a date moved by days or by a year part plus days, calendar years as
+dates moved by years, the question's number of days, to the first of several, the later date minus the
+earlier, then both ends of them, weeks, a window after a date and the side of a moved date) and distinct counts,
+a month as text; the rounding last of the arithmetic, then the letter case of comparisons."""
 
 
 def findings(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:

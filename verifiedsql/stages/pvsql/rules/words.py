@@ -117,11 +117,12 @@ class Rules:
     rounding: int | None = None  # decimal places the answer is rounded to (0: a whole number)
     case_insensitive: bool = False
     numbers: frozenset[int] = field(default=frozenset(), compare=False)  # every number it gives, dates' parts too
+    given_date: str | None = None  # the one date it gives (YYYY-MM-DD), where it names no time relative to today
 
     @property
     def any(self) -> bool:
-        return bool(self.scale or self.divisor or self.fractional or self.days or self.inclusive or self.first
-                    or self.durations or self.weeks or self.growth or self.beyond
+        return bool(self.given_date or self.scale or self.divisor or self.fractional or self.days or self.inclusive
+                    or self.first or self.durations or self.weeks or self.growth or self.beyond
                     or self.per_item or self.distinct or self.month_text or self.rounding is not None
                     or self.case_insensitive)
 
@@ -129,6 +130,8 @@ class Rules:
         """Each rule in words, for the report."""
         said = {"ratio": "a ratio, not multiplied by 100", "percent": "a percentage: the ratio times 100"}
         lines = [f"the answer is {said[self.scale]}"] if self.scale else []
+        if self.given_date:
+            lines.append(f"days are counted from {self.given_date}, not from today")
         if self.divisor:
             lines.append(f'"the ratio of A to {self.divisor}" divides by {self.divisor}')
         if self.fractional:
@@ -193,7 +196,19 @@ def read_rules(question: str) -> Rules:
                  periods=(periods.group(1), periods.group(2)) if periods else None, per_item=per_item,
                  distinct=distinct.group(1) if distinct else None, month_text=bool(_MONTH_TEXT.search(text)),
                  rounding=_places(text), case_insensitive=bool(_CASE.search(text)),
-                 numbers=frozenset(_whole(number) for number in re.findall(_NUMBER, text)))
+                 numbers=frozenset(_whole(number) for number in re.findall(_NUMBER, text)),
+                 given_date=_given_date(question))
+
+
+_ISO_DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
+_NOW_WORDS = re.compile(r"\b(?:today|now|nowadays|current|currently|present|ago|so far|to date|this (?:year|month|"
+                        r"week|quarter)|past \d+|last \d+|recent|recently)\b")
+
+
+def _given_date(question: str) -> str | None:
+    """The one date ``question`` gives, where it names no time relative to today; None otherwise."""
+    dates = set(_ISO_DATE.findall(question))
+    return dates.pop() if len(dates) == 1 and not _NOW_WORDS.search(question.lower()) else None
 
 
 def _whole(number: str) -> int:
