@@ -486,7 +486,7 @@ def test_rows_of_no_aggregate_where_the_question_asks_for_an_average_are_doubted
 
 @pytest.mark.parametrize(("question", "sql"), [
     ("What is the total amount for each customer?", PER_CUSTOMER),  # the question asks for one value per group
-    ("What are the amounts of the orders above the average?",  # rows asked
+    ("Find the amounts of the orders above the average.",  # the average is a subquery's
      "SELECT amount FROM orders WHERE amount > (SELECT AVG(amount) FROM orders)"),
     ("How large is the order total of customer 1?", "SELECT amount FROM orders WHERE customer_id = 1 LIMIT 1"),
     ("What is the total amount of all orders?", "SELECT customer_id, SUM(amount) FROM orders GROUP BY customer_id"),

@@ -236,14 +236,14 @@ _ONE_AGGREGATE = re.compile(r"\b(?:average|mean|in total|total|sum)\b", re.IGNOR
 
 def split_into_groups(tree: exp.Expr | None, result: ResultSet, question: str) -> list[Evidence]:
     """Against several rows of bare aggregates (``GROUP BY`` a column the query does not show) where the question
-    asks for one value: no "each", "per", "by", "which" or "list" in it; and against several rows of no aggregate
-    at all where it asks for an average or a total (one row per record, left to the reader to add up)."""
+    asks for one value: no "each", "per", "by", "which" or "list" in it; and against several rows of a query that
+    aggregates nothing, anywhere, where it asks for an average or a total (one row per record, left to the reader
+    to add up; "more than the average" is a subquery's aggregate)."""
     if not isinstance(tree, exp.Select) or result.row_count < 2 or _PER.search(question):
         return []
     group = tree.args.get("group")
     outputs = [e.unalias() for e in tree.expressions]
-    if group is None and outputs and _ONE_AGGREGATE.search(question) and not any(
-            e.find(exp.AggFunc) is not None for e in outputs) and not tree.find(exp.Window):
+    if group is None and outputs and _ONE_AGGREGATE.search(question) and tree.find(exp.AggFunc, exp.Window) is None:
         return [Evidence("grouping", "against", f"the SQL gives {result.row_count} rows and no average or total, "
                          "where the question asks for one")]
     if group is None or tree.args.get("having") or not outputs:
