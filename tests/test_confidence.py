@@ -293,13 +293,20 @@ GIVEN_DAY = "SELECT COUNT(*) FROM customers WHERE joined < DATE('2021-01-01', '-
 
 
 def test_an_answer_on_today_s_date_the_question_does_not_ask_about_is_doubted(shop_engine_sqlite):
-    # three candidates read today's date, two the date the question gives: today's counts as less in the vote
-    rows, report, _ = ask(shop_engine_sqlite, "How many customers joined over 100 days before 2021-01-01?",
+    # three candidates read today's date, two the day the question means: today's counts as less in the vote
+    question = "How many customers joined over 100 days before the start of 2021?"
+    rows, report, _ = ask(shop_engine_sqlite, question,
                           by_seed({0: TODAY, 1: TODAY, 2: TODAY, 3: GIVEN_DAY, 4: GIVEN_DAY}))
     assert report.sql == GIVEN_DAY and "today" not in verdicts(report)
-    rows, report, _ = ask(shop_engine_sqlite, "How many customers joined over 100 days before 2021-01-01?",
-                          lambda r: fenced(TODAY))
+    rows, report, _ = ask(shop_engine_sqlite, question, lambda r: fenced(TODAY))
     assert verdicts(report)["today"] == "against" and report.confidence == "probable"
+
+
+def test_today_s_date_is_repaired_to_the_one_date_the_question_gives(shop_engine_sqlite):
+    rows, report, _ = ask(shop_engine_sqlite, "How many customers joined over 400 days before 2021-01-01?",
+                          lambda r: fenced(TODAY))
+    assert "DATE('2021-01-01', '-400 days')" in report.sql and "today" not in verdicts(report)
+    assert any("the question's date" in fix for c in report.candidates for fix in c.fixes)
 
 
 def test_today_s_date_is_no_doubt_where_the_question_asks_about_today(shop_engine_sqlite):
