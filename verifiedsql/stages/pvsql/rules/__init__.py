@@ -15,7 +15,7 @@
 - **days**: a number of days is a difference of dates in the engine's date arithmetic, not a difference of
   their day-of-month or day-of-year parts (``EXTRACT(DAY FROM end) - EXTRACT(DAY FROM start)``,
   ``STRFTIME('%j', end) - STRFTIME('%j', start)``), nor on SQLite a difference of date text (which subtracts
-  the years); a difference of years compared with 1 where the question names 365 days is compared with 365;
+  the years);
 - **first**: a number of days to "its first X" reads X's earliest date per owner, not every X's date;
 - **direction**: "how many days after A did B" (or "days before A was B", "days from A to B") subtracts the
   earlier date from the later, not the other way round;
@@ -31,7 +31,8 @@
   years (``EXTRACT(YEAR FROM b) - EXTRACT(YEAR FROM a) > 10``) compares the dates, one moved by the years
   (``b > a + INTERVAL '10 YEAR'``);
 - **named bound**: a number of days compared with a number the question does not give, where it gives one
-  number of days ("more than 90 days after" as ``d - a > 9``), is compared with the question's number;
+  number of days ("more than 90 days after" as ``d - a > 9``; "within 365 days" as a difference of years, once
+  ``days`` has made it days, ``<= 1``), is compared with the question's number;
 - **weeks**: "how many weeks" divides a number of days by 7;
 - **inclusive**: "counting the first and the last day" (or "inclusive", "if the start day and the end day both
   count") adds 1 to a difference of dates;

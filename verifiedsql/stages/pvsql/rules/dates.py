@@ -106,15 +106,23 @@ def named_bound(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
             continue
         comparison, bound = compared
         number = int(float(bound.this))
-        key = render(unparen(difference), env)
-        if number in (0, days) or number in other_numbers or any(  # the days bounded by the question's number too
-                days in (b.to_py() for b in (unparen(c.this), unparen(c.expression)) if isinstance(b, exp.Literal))
-                and key in (render(unparen(c.this), env), render(unparen(c.expression), env))
-                for c in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ)):
+        if number in (0, days) or number in other_numbers or _compared_with(tree, difference, days, env):
             continue
         found.append(replaced(f"the question gives {days} days, but {render(comparison, env)} compares the days "
                               f"with {bound.this}", bound, exp.Literal.number(days), "the question's days", env))
     return found
+
+
+def _compared_with(tree: exp.Expr, difference: exp.Expr, number: int, env: Env) -> bool:
+    """Whether ``tree`` compares ``difference`` (the same SQL, anywhere) with the literal ``number``: a window's
+    other end."""
+    key = render(unparen(difference), env)
+    for comparison in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ):
+        sides = (unparen(comparison.this), unparen(comparison.expression))
+        if key in (render(side, env) for side in sides) and any(
+                isinstance(side, exp.Literal) and side.to_py() == number for side in sides):
+            return True
+    return False
 
 
 def days_between(end: exp.Expr, start: exp.Expr, engine: str) -> exp.Expr:
@@ -170,7 +178,7 @@ def shifted(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         count = _signed_whole(node, number) if date is not None and number is not None else None
         if date is None or count is None:
             continue
-        moved = exp.Date(this=date.copy(), expressions=[exp.Literal.string(f"{count:+d} days")])
+        moved = moved_by(date, count, "day", "sqlite")
         found.append(replaced(f"{render(node, env)} adds to the year of SQLite's date text, not a number of days",
                               node, moved, "the date that many days on", env))
     return found
@@ -219,8 +227,7 @@ def year_shift(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
             if year_with_years or not is_date_valued(other_date, column_of):
                 continue  # years compared with years plus years are as the question asks
             count = shift[1] * (7 if unit == "week" else 1)
-            modifier = exp.Literal.string(f"{count:+d} {_SQLITE_UNITS[unit]}")
-            moved = exp.Date(this=shift[0].copy(), expressions=[modifier])
+            moved = moved_by(shift[0], count, unit, "sqlite")
             turned = comparison.copy()
             turned.set("this" if moved_side is comparison.this else "expression", moved)
             turned.set("expression" if moved_side is comparison.this else "this", other_date.copy())
