@@ -50,14 +50,14 @@ def repaired(question: str, sql: str, engine: str = "sqlite") -> str:
      Rules(days=True, inclusive=True)),
     ("Count the leaves, including the first and the last.", Rules()),  # no days: nothing to count both ends of
     ("How many leaves lasted over a week, if the start day and the end day both count?",
-     Rules(days=True, coarser=frozenset({"WEEK"}), inclusive=True)),
+     Rules(days=True, coarser=frozenset({"WEEK"}), durations=((1, "week"),), inclusive=True)),
     ("What is the total number of days of leave, with both the first and the last day of each leave included?",
      Rules(days=True, inclusive=True)),
     ("How many days did the first and the last order count?", Rules(days=True)),  # no day counted twice
     ("How many restaurants were inspected within 30 days after they opened?",
      Rules(days=True, durations=((30, "day"),), within_after=True)),
-    ("How many orders were cancelled within 90 days of being placed?",
-     Rules(days=True, durations=((90, "day"),))),  # "of": either side
+    ("How many orders were cancelled within 90 days of being placed?",  # "of": either side, so at most 90 after
+     Rules(days=True, durations=((90, "day"),), beyond=((90, "day", False),))),
     ("How many inspections took place more than 10 years or 2 weeks after the opening?",
      Rules(durations=((10, "year"), (2, "week")))),  # no days: no coarser units either
     ("On average, how many weeks did a leave last, counting both its first and its last day?",
@@ -745,9 +745,9 @@ def test_within_days_after_a_date_moved_on_is_the_window_from_that_date(engine, 
      "SELECT COUNT(*) FROM orders WHERE ship_date >= DATE(order_date, '+5 days')"),
     ("How many orders shipped within 3 days after they were placed?",
      "SELECT COUNT(*) FROM orders WHERE ship_date >= DATE('now', '+3 days')"),
-    # not "after"
+    # not "after": no window from the date (``beyond`` holds the dates up to the moved one on either reading)
     ("How many orders shipped within 3 days of being placed?",
-     "SELECT COUNT(*) FROM orders WHERE ship_date >= DATE(order_date, '+3 days')"),
+     "SELECT COUNT(*) FROM orders WHERE ship_date <= DATE(order_date, '+3 days')"),
 ])
 def test_within_days_after_a_date_moved_on_left_alone(question, sql):
     assert fixed(question, sql, "sqlite")[1] == []
@@ -1000,3 +1000,122 @@ def test_today_left_alone(question):
 def test_today_beside_a_time_zone_left_alone():
     assert fixed("How many days after 2024-01-01 was the last order?",
                  "SELECT JULIANDAY(DATE('now', 'localtime')) - JULIANDAY(MAX(order_date)) FROM orders")[1] == []
+
+
+@pytest.mark.parametrize(("question", "durations", "beyond"), [
+    ("How many orders shipped more than one week after they were placed?", ((1, "week"),), ((7, "day", True),)),
+    ("How many customers ordered more than a year after they joined?", ((1, "year"),), ((1, "year", True),)),
+    ("How many employees left within two years of their hire date?", ((2, "year"),), ((2, "year", False),)),
+    ("How many orders were placed within ten days before 2024-06-30?", ((10, "day"),), ((-10, "day", True),)),
+    ("How many orders shipped within 30 days after they were placed?", ((30, "day"),), ()),  # a window: within_after
+    ("How many orders a day were placed in 2024?", (), ()),  # "a day" with no bound before it is no amount
+    ("Which one of the orders was placed first?", (), ()),
+])
+def test_amounts_of_time_written_in_words_are_read(question, durations, beyond):
+    rules = read_rules(question)
+    assert (rules.durations, rules.beyond) == (durations, beyond)
+
+
+def test_a_number_in_words_is_a_number_the_question_gives():
+    assert 2 in read_rules("How many employees left within two years of their hire date?").numbers
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("sqlite", "SELECT COUNT(*) FROM orders WHERE ship_date >= DATE(order_date, '+2 years')",
+     "SELECT COUNT(*) FROM orders WHERE ship_date <= DATE(order_date, '+2 years')"),
+    ("postgresql", "SELECT COUNT(*) FROM orders WHERE ship_date > order_date + INTERVAL '2 years'",
+     "SELECT COUNT(*) FROM orders WHERE ship_date < order_date + INTERVAL '2 YEARS'"),
+])
+def test_within_years_of_a_date_keeps_the_dates_before_it_moved_on(engine, sql, expected):
+    assert fixed("How many orders shipped within two years of being placed?", sql, engine)[0] == expected
+
+
+def test_the_most_recent_one_is_no_time_relative_to_today():
+    assert read_rules("How many days passed between the most recently placed order and 2024-06-30?").given_date \
+        == "2024-06-30"
+    assert read_rules("How many recent orders were placed after 2024-06-30?").given_date is None
+
+
+@pytest.mark.parametrize(("question", "weekdays", "months"), [
+    ("How many orders were placed on a Monday?", {1}, None),
+    ("How many orders were placed on Saturdays or Sundays?", {0, 6}, None),
+    ("How many orders were placed at the weekend?", {0, 6}, None),
+    ("How many orders were placed in the first half of 2023?", set(), (1, 6)),
+    ("How many orders were placed in the second half of 2023?", set(), (7, 12)),
+    ("How many orders were placed in the fourth quarter of 2023?", set(), (10, 12)),
+    ("How many orders were placed in Q2 2024?", set(), (4, 6)),
+    ("How many orders were placed in the first quarter or the second half?", set(), None),  # two parts: none read
+    ("How many orders were placed on the first day of a month?", set(), None),
+])
+def test_days_of_the_week_and_parts_of_a_year_are_read(question, weekdays, months):
+    rules = read_rules(question)
+    assert (rules.weekdays, rules.months) == (weekdays, months)
+
+
+@pytest.mark.parametrize(("engine", "question", "sql", "expected"), [
+    ("sqlite", "How many orders were placed on a Monday?",
+     "SELECT COUNT(*) FROM orders WHERE STRFTIME('%W', order_date) = '1'",
+     "SELECT COUNT(*) FROM orders WHERE CAST(STRFTIME('%w', order_date) AS INTEGER) = 1"),
+    ("postgresql", "How many orders were placed on a Monday?",
+     "SELECT COUNT(*) FROM orders WHERE EXTRACT(DAY FROM order_date) = 1",
+     "SELECT COUNT(*) FROM orders WHERE EXTRACT(DOW FROM order_date) = 1"),
+    ("postgresql", "How many orders were placed on a Saturday or a Sunday?",
+     "SELECT COUNT(*) FROM orders WHERE EXTRACT(DAY FROM order_date) IN (6, 7)",
+     "SELECT COUNT(*) FROM orders WHERE EXTRACT(DOW FROM order_date) IN (0, 6)"),
+])
+def test_a_day_of_the_week_read_as_a_day_of_the_month_or_a_week_is_the_weekday(engine, question, sql, expected):
+    assert fixed(question, sql, engine)[0] == expected
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    ("How many orders were placed on a Monday?", "SELECT COUNT(*) FROM orders WHERE STRFTIME('%w', order_date) = '1'"),
+    ("How many orders were placed on a Monday?",  # a day of the month that no weekday's number is
+     "SELECT COUNT(*) FROM orders WHERE STRFTIME('%d', order_date) = '15'"),
+    ("How many orders were placed on the first of a month?",  # no weekday named
+     "SELECT COUNT(*) FROM orders WHERE STRFTIME('%d', order_date) = '01'"),
+])
+def test_a_day_of_the_week_left_alone(question, sql):
+    assert fixed(question, sql)[1] == []
+
+
+@pytest.mark.parametrize(("engine", "question", "sql", "expected"), [
+    ("postgresql", "How many orders were placed in the first half of 2023?",
+     "SELECT COUNT(*) FROM orders WHERE EXTRACT(YEAR FROM order_date) = 2023 AND EXTRACT(MONTH FROM order_date) < 6",
+     "SELECT COUNT(*) FROM orders WHERE EXTRACT(YEAR FROM order_date) = 2023 AND EXTRACT(MONTH FROM order_date) <= 6"),
+    ("sqlite", "How many orders were placed in the fourth quarter of 2023?",
+     "SELECT COUNT(*) FROM orders WHERE STRFTIME('%m', order_date) > '10'",
+     "SELECT COUNT(*) FROM orders WHERE STRFTIME('%m', order_date) >= '10'"),
+    ("postgresql", "How many orders were placed in Q2 2024?",
+     "SELECT COUNT(*) FROM orders WHERE 7 > EXTRACT(MONTH FROM order_date) AND 3 < EXTRACT(MONTH FROM order_date)",
+     "SELECT COUNT(*) FROM orders WHERE 7 > EXTRACT(MONTH FROM order_date) AND 3 < EXTRACT(MONTH FROM order_date)"),
+])
+def test_a_part_of_a_year_one_month_short_reaches_its_edge(engine, question, sql, expected):
+    assert fixed(question, sql, engine)[0] == expected
+
+
+@pytest.mark.parametrize(("question", "sql", "expected"), [
+    ("How many days of leave were taken in total?",
+     "SELECT SUM(JULIANDAY(ship_date) - JULIANDAY(order_date)) FROM orders GROUP BY customer_id",
+     "SELECT SUM(JULIANDAY(ship_date) - JULIANDAY(order_date)) FROM orders"),
+    ("How many orders were placed in the same year the customer joined?",
+     "SELECT COUNT(DISTINCT o.order_id) FROM orders AS o JOIN customers AS c ON c.customer_id = o.customer_id "
+     "GROUP BY c.joined",
+     "SELECT COUNT(DISTINCT o.order_id) FROM orders AS o JOIN customers AS c ON c.customer_id = o.customer_id"),
+])
+def test_one_amount_asked_is_not_split_into_unlabelled_groups(question, sql, expected):
+    assert fixed(question, sql)[0] == expected
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    ("How many orders did each customer place?", "SELECT COUNT(*) FROM orders GROUP BY customer_id"),
+    ("How many orders are there by status?", "SELECT COUNT(*) FROM orders GROUP BY status"),
+    ("How many orders does the busiest customer have?",  # the groups are ranked
+     "SELECT COUNT(*) FROM orders GROUP BY customer_id ORDER BY COUNT(*) DESC LIMIT 1"),
+    ("How many customers placed more than 3 orders?",
+     "SELECT COUNT(*) FROM orders GROUP BY customer_id HAVING COUNT(*) > 3"),
+    ("What is the average price?", "SELECT AVG(price) FROM items GROUP BY order_id"),  # an average is no part
+    ("How many orders were placed?", "SELECT status, COUNT(*) FROM orders GROUP BY status"),  # the groups shown
+    ("How many orders did the different customers place?", "SELECT COUNT(*) FROM orders GROUP BY customer_id"),
+])
+def test_one_amount_left_alone(question, sql):
+    assert fixed(question, sql)[1] == []

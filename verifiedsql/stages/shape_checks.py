@@ -34,6 +34,7 @@ from ..results import ResultSet
 from .common.catalog import Catalog
 from .common.date_nodes import column_resolver, is_date_valued, without_conversions
 from .common.terms import named_in
+from .pvsql.rules.words import ASKS_PER_GROUP
 
 _DAY_OF = re.compile(r"\b(?:day of (?:the )?(?:year|month|week)|which day|what day|weekday|day number)\b")
 _DAY_FORMATS = ("%j", "%d")  # SQLite's day of the year and day of the month
@@ -227,10 +228,6 @@ def negative_duration(result: ResultSet, question: str) -> list[Evidence]:
                      "long: the dates are subtracted the wrong way round")]
 
 
-_PER = re.compile(r"\b(?:each|every|per|by|for all|respective|respectively|which|list|show|group|groups|"
-                  r"breakdown|across|what are)\b", re.IGNORECASE)
-
-
 _ONE_AGGREGATE = re.compile(r"\b(?:average|mean|in total|total|sum)\b", re.IGNORECASE)
 
 
@@ -239,7 +236,7 @@ def split_into_groups(tree: exp.Expr | None, result: ResultSet, question: str) -
     asks for one value: no "each", "per", "by", "which" or "list" in it; and against several rows of a query that
     aggregates nothing, anywhere, where it asks for an average or a total (one row per record, left to the reader
     to add up; "more than the average" is a subquery's aggregate)."""
-    if not isinstance(tree, exp.Select) or result.row_count < 2 or _PER.search(question):
+    if not isinstance(tree, exp.Select) or result.row_count < 2 or ASKS_PER_GROUP.search(question):
         return []
     group = tree.args.get("group")
     outputs = [e.unalias() for e in tree.expressions]

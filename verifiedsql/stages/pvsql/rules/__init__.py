@@ -66,6 +66,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from .calendar import weekday, year_part
 from .changes import growth, growth_base
 from .dates import (
     calendar_years,
@@ -81,7 +82,7 @@ from .dates import (
     within_after,
     year_shift,
 )
-from .forms import distinct, integer_division, letter_case, rounding
+from .forms import distinct, integer_division, letter_case, one_value, rounding
 from .shares import divisor, group_share, per_item, ratio_terms, scale, whole
 from .today import given_day
 from .tree import Env, Finding, Rule, ValueReader
@@ -93,7 +94,7 @@ __all__ = ["RULES", "Env", "Finding", "Rules", "ValueReader", "findings", "probl
 RULES: tuple[Rule, ...] = (scale, divisor, ratio_terms, whole, group_share, growth_base, growth, per_item,
                           integer_division, given_day, days, day_units, shifted, year_shift, calendar_years,
                           named_bound, first, direction, inclusive, weeks, within_after, beyond, distinct, month_text,
-                          rounding, letter_case)
+                          weekday, year_part, one_value, rounding, letter_case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
 divisor and the rows each side of a ratio or a share counts, the change over a base (the first period's),
 the average number of things per owner, integer division, the question's date for today's, days (not divided

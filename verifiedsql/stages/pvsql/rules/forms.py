@@ -1,4 +1,5 @@
-"""The answer's form: no integer division in a fraction, distinct counts, rounding, and letter case."""
+"""The answer's form: no integer division in a fraction, distinct counts, one value where one is asked, rounding,
+and letter case."""
 
 from __future__ import annotations
 
@@ -59,6 +60,26 @@ def distinct(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     before = render(count, env)
     return [Finding(f'the question counts different "{rules.distinct}", but {before} counts repeats too',
                     f"{before} -> {render(build(), env)} (counted once each)", lambda: count.replace(build()))]
+
+
+def one_value(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """One amount asked ("how many", "in total", and no "each", "per", "by", "which" or "list"), given as counts
+    or sums grouped by columns the query does not show (one unlabelled part of the total per group): the count or
+    sum over every row, without the GROUP BY, which the parts add up to. Left alone with a HAVING, an ORDER BY or
+    a LIMIT (the groups are ranked or filtered: "the largest department's headcount"), a DISTINCT, or any other
+    aggregate (an average per group is no part of the average over the rows)."""
+    if not rules.one_value or not isinstance(tree, exp.Select):
+        return []
+    group = tree.args.get("group")
+    outputs = select_outputs(tree)
+    if group is None or not outputs or any(tree.args.get(key) for key in ("having", "order", "limit", "distinct")) \
+            or any(output.find(exp.Window) for output in outputs):
+        return []
+    if not all(isinstance(uncast(output), (exp.Count, exp.Sum)) for output in outputs):
+        return []
+    keys = ", ".join(render(key, env) for key in group.expressions)
+    return [Finding(f"the question asks for one value, but the SQL gives one for each {keys}, unlabelled",
+                    f"GROUP BY {keys} -> (none) (one value over every row)", lambda: tree.set("group", None))]
 
 
 _COMPUTED = (exp.Avg, exp.Sum, exp.Div, exp.Mul, exp.Add, exp.Sub, exp.Stddev, exp.Variance)

@@ -29,7 +29,14 @@ _DAYS = re.compile(r"\bdays?\b")
 _COARSER = {"YEAR": re.compile(r"\byears?\b|\bannual(?:ly)?\b|\byearly\b"),
             "MONTH": re.compile(r"\bmonths?\b|\bmonthly\b"), "WEEK": re.compile(r"\bweeks?\b|\bweekly\b")}
 _NUMBER = r"\d{1,3}(?:,\d{3})+|\d+"  # 2,000 or 2000
-_DURATION = re.compile(rf"\b(?<![\d,])({_NUMBER}) (day|week|month|year)s?\b")
+# amounts of time written in words: "two years", "one week"; "a year" only after a bound ("more than a year after")
+_AMOUNT_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+                 "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "sixty": 60,
+                 "ninety": 90}
+_BOUND = r"more than|over|fewer than|less than|under|at least|at most|within"
+_AFTER_BOUND = "|".join(f"(?<={bound} )" for bound in _BOUND.split("|"))
+_AMOUNT = rf"{_NUMBER}|{'|'.join(_AMOUNT_WORDS)}|(?:{_AFTER_BOUND})an?"
+_DURATION = re.compile(rf"\b(?<![\d,])({_AMOUNT}) (day|week|month|year)s?\b")
 _WEEKS = re.compile(r"\b(?:how many|number of|in) weeks\b")
 
 
@@ -42,10 +49,11 @@ _INCLUSIVE = re.compile(r"\binclusive(?:ly)?\b|\bboth ends\b"
                         r" (?:both |are |is |were |all )?(?:count|counts|counted|included|includes?)\b")
 _WITHIN_AFTER = re.compile(rf"\bwithin (?:the first )?(?:{_NUMBER}|[a-z]+) days? (?:after|since|following)\b")
 # "more than 10 days after", "fewer than 90 days before", "at least 2 weeks after": (how, N, unit, which way)
-_BEYOND = re.compile(r"\b(more than|over|fewer than|less than|under|at least|at most) "
-                     rf"({_NUMBER}) (day|week|month|year)s? (after|before)\b")
+# "within two years of" is "at most two years after"
+_BEYOND = re.compile(rf"\b({_BOUND}) ({_AMOUNT}) (day|week|month|year)s? (after|before|of)\b")
 _LATER = {("more than", "after"), ("over", "after"), ("at least", "after"), ("fewer than", "before"),
-          ("less than", "before"), ("under", "before"), ("at most", "before")}  # the date lies later than the move
+          ("less than", "before"), ("under", "before"), ("at most", "before"),
+          ("within", "before")}  # the date lies later than the move
 
 
 _GROWTH = re.compile(r"(?:\bpercent(?:age)?|%)\s*(?:change|growth|increase|decrease|decline|drop|rise|fall)\b"
@@ -71,6 +79,13 @@ _PER_ITEM = re.compile(r"\bon average, how many ([a-z][a-z ]*?) (?:does|do|did) 
 _MONTH_TEXT = re.compile(r"\byyyy-mm\b(?!-dd)")
 
 
+_WEEKDAYS = {"sunday": 0, "monday": 1, "tuesday": 2, "wednesday": 3, "thursday": 4, "friday": 5, "saturday": 6}
+_WEEKDAY = re.compile(rf"\b({'|'.join(_WEEKDAYS)})s?\b|\b(weekends?)\b")
+# "the first half of 2023", "the fourth quarter", "Q2 2024": the part of a year, as (its first month, its last)
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
+_YEAR_PART = re.compile(rf"\b({'|'.join(_ORDINALS)}) (half|quarter)\b|\bq([1-4])\b")
+
+
 _DISTINCT_COUNT = re.compile(r"\b(?:how many|number of|count(?: of)?)\s+(?:the\s+)?(?:distinct|different|unique)\s+"
                              r"([a-z][a-z_]*)")
 
@@ -81,6 +96,15 @@ _NUMBER_WORDS = {"zero": 0, "no": 0, "one": 1, "two": 2, "three": 3, "four": 4, 
 _ROUNDING = re.compile(r"\bround(?:ed|ing)?(?: off)? to (?:the nearest (?:whole number|integer)|(?:an? )?(?:whole "
                        r"number|integer)|(\w+) decimals?(?: places?| digits?)?|(\w+) places?)"
                        r"|\bto (\w+) decimal places?\b|\bto the nearest whole number\b")
+
+
+# words that ask for a value per group, or for several rows; without them a question asks for one value
+ASKS_PER_GROUP = re.compile(r"\b(?:each|every|per|by|for all|respective|respectively|list|show|group|groups|"
+                            r"breakdown|across|what are)\b"
+                            r"|(?<!\bin )(?<!\bon )(?<!\bat )(?<!\bof )(?<!\bduring )\bwhich\b",  # not "in which"
+                            re.IGNORECASE)
+_MANY = re.compile(r"\b(?:different|various|separately|apiece|distribution)\b")
+_AN_AMOUNT = re.compile(r"\b(?:how many|number of|count|average|mean|in total|total|sum)\b")
 
 
 _CASE = re.compile(r"\bcase[- ]insensitiv|\b(?:without regard to|regardless of|ignoring|ignore|in any) (?:the )?"
@@ -118,10 +142,13 @@ class Rules:
     case_insensitive: bool = False
     numbers: frozenset[int] = field(default=frozenset(), compare=False)  # every number it gives, dates' parts too
     given_date: str | None = None  # the one date it gives (YYYY-MM-DD), where it names no time relative to today
+    weekdays: frozenset[int] = frozenset()  # the days of the week it names, Sunday 0 to Saturday 6
+    months: tuple[int, int] | None = None  # the part of a year it names: its first month and its last
+    one_value: bool = field(default=False, compare=False)  # it asks for one amount (how many, an average, a total) and for no value per group
 
     @property
     def any(self) -> bool:
-        return bool(self.given_date or self.scale or self.divisor or self.fractional or self.days or self.inclusive
+        return bool(self.given_date or self.weekdays or self.months or self.scale or self.divisor or self.fractional or self.days or self.inclusive
                     or self.first or self.durations or self.weeks or self.growth or self.beyond
                     or self.per_item or self.distinct or self.month_text or self.rounding is not None
                     or self.case_insensitive)
@@ -132,6 +159,10 @@ class Rules:
         lines = [f"the answer is {said[self.scale]}"] if self.scale else []
         if self.given_date:
             lines.append(f"days are counted from {self.given_date}, not from today")
+        if self.weekdays:
+            lines.append("a day of the week is the date's weekday, not its day of the month or week of the year")
+        if self.months:
+            lines.append(f"the part of the year it names runs from month {self.months[0]} to month {self.months[1]}")
         if self.divisor:
             lines.append(f'"the ratio of A to {self.divisor}" divides by {self.divisor}')
         if self.fractional:
@@ -196,13 +227,16 @@ def read_rules(question: str) -> Rules:
                  periods=(periods.group(1), periods.group(2)) if periods else None, per_item=per_item,
                  distinct=distinct.group(1) if distinct else None, month_text=bool(_MONTH_TEXT.search(text)),
                  rounding=_places(text), case_insensitive=bool(_CASE.search(text)),
-                 numbers=frozenset(_whole(number) for number in re.findall(_NUMBER, text)),
-                 given_date=_given_date(question))
+                 numbers=frozenset(_whole(number) for number in re.findall(_NUMBER, text))
+                 | {_whole(n) for n, _ in _DURATION.findall(text)},
+                 given_date=_given_date(question), weekdays=_weekdays(text), months=_months(text),
+                 one_value=bool(_AN_AMOUNT.search(text)) and not ASKS_PER_GROUP.search(text)
+                 and not _MANY.search(text))
 
 
 _ISO_DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 _NOW_WORDS = re.compile(r"\b(?:today|now|nowadays|current|currently|present|ago|so far|to date|this (?:year|month|"
-                        r"week|quarter)|past \d+|last \d+|recent|recently)\b")
+                        r"week|quarter)|past \d+|last \d+|(?<!most )recent|(?<!most )recently)\b")
 
 
 def _given_date(question: str) -> str | None:
@@ -211,15 +245,39 @@ def _given_date(question: str) -> str | None:
     return dates.pop() if len(dates) == 1 and not _NOW_WORDS.search(question.lower()) else None
 
 
+def _weekdays(text: str) -> frozenset[int]:
+    """The days of the week ``text`` names ("on Mondays", "at the weekend": Saturday and Sunday)."""
+    found: set[int] = set()
+    for day, weekend in _WEEKDAY.findall(text):
+        found |= {0, 6} if weekend else {_WEEKDAYS[day]}
+    return frozenset(found)
+
+
+def _months(text: str) -> tuple[int, int] | None:
+    """(first month, last month) of the one part of a year ``text`` names: a half or a quarter; None for none or
+    several."""
+    parts = set()
+    for ordinal, kind, quarter in _YEAR_PART.findall(text):
+        number, size = (int(quarter), 3) if quarter else (_ORDINALS[ordinal], 6 if kind == "half" else 3)
+        if number * size <= 12:
+            parts.add(((number - 1) * size + 1, number * size))
+    return parts.pop() if len(parts) == 1 else None
+
+
 def _whole(number: str) -> int:
-    """A whole number as the question writes it, with or without thousands separators (``2,000``)."""
-    return int(number.replace(",", ""))
+    """A whole number as the question writes it: with or without thousands separators (``2,000``), or in words
+    (``two``; ``a`` is one)."""
+    if number in ("a", "an"):
+        return 1
+    return _AMOUNT_WORDS.get(number) or int(number.replace(",", ""))
 
 
 def _beyond(text: str) -> tuple[tuple[int, str, bool], ...]:
     """``Rules.beyond`` of the question's text (a week is 7 days)."""
     found = []
     for how, number, unit, way in _BEYOND.findall(text):
+        if how == "within" and way == "after" and unit in ("day", "week"):
+            continue  # "within 30 days after": a window from the date on (``within_after``), not only a bound
         amount = time_amount(f"{'-' if way == 'before' else '+'}{_whole(number)} {unit}")
         if amount is not None:
             found.append((*amount, (how, way) in _LATER))

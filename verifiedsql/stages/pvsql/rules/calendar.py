@@ -1,0 +1,115 @@
+"""Parts of the calendar a question names: a day of the week ("on a Monday", "at the weekend") and a part of a
+year ("the first half of 2023", "the fourth quarter")."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ...repair import date_part
+from .tree import Env, Finding, render, replaced, uncast, unparen
+from .words import Rules
+
+_WEEK_OF_YEAR = ("%W", "%U", "%V")
+_COMPARED = (exp.EQ, exp.In)
+
+
+def weekday(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A day of the week the question names, compared as a day of the month (``EXTRACT(DAY FROM d) = 1`` for "on a
+    Monday") or a week of the year (``STRFTIME('%W', d) = '1'``): the day of the week, Sunday 0 to Saturday 6, as
+    the question names them (``EXTRACT(DOW FROM d) = 1``; ``CAST(STRFTIME('%w', d) AS INTEGER)`` on SQLite)."""
+    if not rules.weekdays:
+        return []
+    found = []
+    for comparison in list(tree.find_all(*_COMPARED)):
+        date = _misread_weekday(comparison)
+        if date is None:
+            continue
+        days = sorted(rules.weekdays)
+        part = _day_of_week(date, env.engine)
+        turned: exp.Expr = exp.EQ(this=part, expression=exp.Literal.number(days[0])) if len(days) == 1 else \
+            exp.In(this=part, expressions=[exp.Literal.number(day) for day in days])
+        names = ", ".join(_NAMES[day] for day in days)
+        found.append(replaced(f"the question names a day of the week ({names}), but {render(comparison, env)} reads "
+                              "a day of the month or a week of the year", comparison, turned,
+                              "the day of the week", env))
+    return found
+
+
+_NAMES = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+
+
+def _misread_weekday(comparison: exp.Expr) -> exp.Expr | None:
+    """The date of ``comparison`` where it compares the date's day of the month or week of the year with whole
+    numbers from 0 to 7 (a weekday's number in one of the engines' countings); None otherwise."""
+    values = comparison.expressions if isinstance(comparison, exp.In) else [comparison.expression]
+    if not values or not all(_weekday_number(value) for value in values):
+        return None
+    return _day_or_week_of(uncast(comparison.this))
+
+
+def _weekday_number(node: exp.Expr) -> bool:
+    node = unparen(node)
+    if not isinstance(node, exp.Literal):
+        return False
+    text = node.name.strip()
+    return text.isdigit() and int(text) <= 7
+
+
+def _day_or_week_of(node: exp.Expr) -> exp.Expr | None:
+    """The date of a day-of-the-month or week-of-the-year call (``EXTRACT(DAY FROM d)``, ``STRFTIME('%W', d)``,
+    ``EXTRACT(WEEK FROM d)``), or None."""
+    part = date_part(node)
+    if part is not None:
+        return part[1] if part[0] == "DAY" else None
+    if isinstance(node, exp.Extract) and node.this.name.upper() == "WEEK":
+        return node.expression
+    if isinstance(node, (exp.Week, exp.WeekOfYear)):
+        return node.this
+    if isinstance(node, exp.TimeToStr) and isinstance(node.args.get("format"), exp.Literal) \
+            and node.args["format"].name in _WEEK_OF_YEAR:
+        date = node.this
+        return date.this if isinstance(date, exp.TsOrDsToTimestamp) else date
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "strftime" and len(node.expressions) == 2 \
+            and isinstance(node.expressions[0], exp.Literal) and node.expressions[0].name in _WEEK_OF_YEAR:
+        return node.expressions[1]
+    return None
+
+
+def _day_of_week(date: exp.Expr, engine: str) -> exp.Expr:
+    """The day of the week of ``date``, Sunday 0 to Saturday 6, in ``engine``'s SQL."""
+    if engine == "sqlite":
+        call = exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string("%w"), date.copy()])
+        return exp.Cast(this=call, to=exp.DataType.build("INTEGER"))
+    return exp.Extract(this=exp.var("DOW"), expression=date.copy())
+
+
+def year_part(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A month compared with the edge of the part of a year the question names, one month short ("the first half
+    of 2023" as ``EXTRACT(MONTH FROM d) < 6``, "the fourth quarter" as ``> 10``): the part's own edge (``<= 6``,
+    ``>= 10``)."""
+    if rules.months is None:
+        return []
+    first, last = rules.months
+    found = []
+    for comparison in list(tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE)):
+        for month_side, literal_side in (("this", "expression"), ("expression", "this")):
+            part = date_part(uncast(comparison.args[month_side]))
+            literal = unparen(comparison.args[literal_side])
+            if part is None or part[0] != "MONTH" or not isinstance(literal, exp.Literal) \
+                    or not literal.name.strip().isdigit():
+                continue
+            number = int(literal.name)
+            upper = isinstance(comparison, (exp.LT, exp.LTE)) == (month_side == "this")
+            strict = isinstance(comparison, (exp.LT, exp.GT))
+            kept = (number - 1 if strict else number) if upper else (number + 1 if strict else number)
+            if kept != (last - 1 if upper else first + 1):
+                continue
+            edge = last if upper else first
+            value = exp.Literal.string(f"{edge:02d}") if literal.is_string else exp.Literal.number(edge)
+            kind = (exp.LTE if upper else exp.GTE) if month_side == "this" else (exp.GTE if upper else exp.LTE)
+            turned = kind(this=comparison.args["this"].copy(), expression=comparison.args["expression"].copy())
+            turned.set(literal_side, value)
+            found.append(replaced(f"the question asks for months {first} to {last}, but {render(comparison, env)} "
+                                  f"leaves out month {edge}", comparison, turned, f"up to month {edge}" if upper
+                                  else f"from month {edge}", env))
+    return found
