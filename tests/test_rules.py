@@ -1119,3 +1119,50 @@ def test_one_amount_asked_is_not_split_into_unlabelled_groups(question, sql, exp
 ])
 def test_one_amount_left_alone(question, sql):
     assert fixed(question, sql)[1] == []
+
+
+def test_an_average_grouped_by_a_column_the_where_holds_to_one_value_is_one_average():
+    question = "What is the average number of days from signup to order for customers in Leeds, case-insensitively?"
+    sql = ("SELECT AVG(JULIANDAY(o.order_date) - JULIANDAY(c.joined)) FROM orders AS o JOIN customers AS c "
+           "ON c.customer_id = o.customer_id WHERE LOWER(c.city) = 'leeds' GROUP BY c.city")
+    assert fixed(question, sql)[0] == sql.replace(" GROUP BY c.city", "")
+    assert fixed(question, sql.replace("LOWER(c.city) = 'leeds'", "c.customer_id > 3"))[1] == []  # not held
+
+
+def test_the_first_item_compared_with_a_moved_date_reads_its_earliest_date():
+    sql = ("SELECT COUNT(DISTINCT c.customer_id) FROM customers AS c JOIN orders AS o ON c.customer_id = "
+           "o.customer_id WHERE DATE(c.joined, '+2 years') < o.order_date")
+    assert fixed("How many customers placed their first order more than 2 years after joining?", sql)[0] == (
+        "SELECT COUNT(DISTINCT c.customer_id) FROM customers AS c JOIN (SELECT customer_id, MIN(order_date) AS "
+        "order_date FROM orders GROUP BY customer_id) AS o ON c.customer_id = o.customer_id "
+        "WHERE DATE(c.joined, '+2 years') < o.order_date")
+
+
+def test_the_day_part_of_an_age_is_the_days_between_the_dates():
+    assert fixed("How many orders shipped at least 10 days after they were placed?",
+                 "SELECT COUNT(*) FROM orders WHERE EXTRACT(DAY FROM AGE(ship_date, order_date)) >= 10",
+                 "postgresql")[0] == \
+        "SELECT COUNT(*) FROM orders WHERE (CAST(ship_date AS DATE) - CAST(order_date AS DATE)) >= 10"
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("postgresql", "SELECT AVG(ship_date - order_date) FROM orders WHERE order_date >= '2022-01-01'",
+     "SELECT AVG(ship_date - order_date) FROM orders WHERE (order_date >= '2022-01-01' AND order_date < '2023-01-01')"),
+    ("postgresql", "SELECT COUNT(*) FROM orders WHERE order_date >= CAST('2022-01-01' AS DATE)",
+     "SELECT COUNT(*) FROM orders WHERE (order_date >= CAST('2022-01-01' AS DATE) "
+     "AND order_date < CAST('2023-01-01' AS DATE))"),
+])
+def test_a_year_named_with_in_ends_with_the_year(engine, sql, expected):
+    assert fixed("How long did the orders placed in 2022 take to ship?", sql, engine)[0] == expected
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    ("How long did the orders placed in 2022 take to ship?",  # bounded already
+     "SELECT COUNT(*) FROM orders WHERE order_date >= '2022-01-01' AND order_date <= '2022-12-31'"),
+    ("How long did the orders placed in 2022 take to ship?",
+     "SELECT COUNT(*) FROM orders WHERE order_date >= '2022-01-01' AND STRFTIME('%Y', order_date) = '2022'"),
+    ("How many orders were placed since 2022?", "SELECT COUNT(*) FROM orders WHERE order_date >= '2022-01-01'"),
+    ("How many orders were placed from 2022 to 2024?", "SELECT COUNT(*) FROM orders WHERE order_date >= '2022-01-01'"),
+])
+def test_a_year_named_left_alone(question, sql):
+    assert fixed(question, sql)[1] == []

@@ -71,7 +71,7 @@ class RuleRepairer:
     def check(self, run: CandidateRun) -> CandidateRun:
         """The run as it was, or its repair when one applies and runs; the candidate's violations are what its
         final SQL still breaks."""
-        if run.result is None or not (self.rules.any or self.rules.one_value):
+        if run.result is None or not (self.rules.any or self.rules.shape):
             return run
         candidate = run.candidate
         try:
@@ -86,7 +86,7 @@ class RuleRepairer:
         if fixes and sql != candidate.sql:
             run, tree = self._rerun(run, sql, fixes, tree, repaired)
         candidate.violations = self._violations(tree)
-        if not candidate.violations and self.rules.any:  # one value asked is no arithmetic the words settle
+        if not candidate.violations and self.rules.any:
             candidate.checks.append("constraints")
         return run
 

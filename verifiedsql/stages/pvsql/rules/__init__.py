@@ -39,7 +39,8 @@
 - **within after**: "within 30 days after A" holds a number of days from A at or above 0 as well as below 30,
   and a date between A and A moved on by those 30 days;
 - **beyond**: "more than 10 days after A" holds a date later than A moved on by 10 days (``DATE(a, '+10 days')``),
-  "fewer than 90 days before D" later than D moved back by 90, and so on: not on the other side;
+  "fewer than 90 days before D" later than D moved back by 90, "within two years of A" earlier than A moved on
+  by two years, and so on: not on the other side (amounts in words count: "one year", "a week" after a bound);
 - **growth**: a percentage change ("by what percentage did X grow", "the percentage change from A to B")
   divides the difference of the two values by the base, not the new value alone;
 - **growth base**: a change "from 2023 to 2024" whose base is the total of every period divides by the
@@ -48,6 +49,15 @@
   over the distinct Ys, not the mean of a stored column;
 - **distinct**: "how many different X" counts distinct X;
 - **month text**: "give the month as YYYY-MM" gives one text column, not the year and the month as numbers;
+- **weekday**: "on a Monday" (or "at the weekend") compared as a day of the month or a week of the year is the
+  date's day of the week;
+- **year part**: "the first half of 2023" (or "the fourth quarter", "Q2") as months one short of the part's edge
+  (``< 6``) reaches the edge (``<= 6``);
+- **whole year**: "started in 2022" given as ``started_on >= '2022-01-01'``, with nothing else bounding the date,
+  ends with the year (``AND started_on < '2023-01-01'``);
+- **one value**: "how many" or "in total", with no "each", "per" or "by", answered as counts or sums grouped by
+  columns the query does not show, is the count or the sum over every row (with ``whole year``, a reading of the
+  answer's shape: it runs for every question, and alone earns no ``constraints`` check);
 - **rounding**: "rounded to two decimal places" (or "to the nearest whole number") rounds the computed outputs
   to that many places;
 - **case**: "match ... case-insensitively" compares text with a string literal in one letter case.
@@ -59,14 +69,15 @@
 
 Modules: ``words`` (what the question settles), ``tree`` (what the rules read on the SQL), and the rules by
 subject: ``shares`` (ratios, percentages, shares, averages per owner), ``changes`` (growth between periods),
-``dates`` (days and months), ``forms`` (integer division, distinct counts, rounding, letter case).
+``dates`` (days and months), ``calendar`` (days of the week, parts of a year, whole years), ``today`` (the
+question's date for today's), ``forms`` (integer division, distinct counts, one value, rounding, letter case).
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from .calendar import weekday, year_part
+from .calendar import weekday, whole_year, year_part
 from .changes import growth, growth_base
 from .dates import (
     calendar_years,
@@ -94,14 +105,16 @@ __all__ = ["RULES", "Env", "Finding", "Rules", "ValueReader", "findings", "probl
 RULES: tuple[Rule, ...] = (scale, divisor, ratio_terms, whole, group_share, growth_base, growth, per_item,
                           integer_division, given_day, days, day_units, shifted, year_shift, calendar_years,
                           named_bound, first, direction, inclusive, weeks, within_after, beyond, distinct, month_text,
-                          weekday, year_part, one_value, rounding, letter_case)
+                          weekday, year_part, whole_year, one_value, rounding,
+                          letter_case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
 divisor and the rows each side of a ratio or a share counts, the change over a base (the first period's),
 the average number of things per owner, integer division, the question's date for today's, days (not divided
 into a unit the question does not name, a date moved by days or by a year part plus days, calendar years as
 dates moved by years, the question's number of days, to the first of several, the later date minus the
 earlier, then both ends of them, weeks, a window after a date and the side of a moved date) and distinct counts,
-a month as text; the rounding last of the arithmetic, then the letter case of comparisons."""
+a month as text, a day of the week, a part of a year and a whole year, one value where one is asked; the rounding
+last of the arithmetic, then the letter case of comparisons."""
 
 
 def findings(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:

@@ -1,5 +1,5 @@
-"""Parts of the calendar a question names: a day of the week ("on a Monday", "at the weekend") and a part of a
-year ("the first half of 2023", "the fourth quarter")."""
+"""Parts of the calendar a question names: a day of the week ("on a Monday", "at the weekend"), a part of a year
+("the first half of 2023", "the fourth quarter") and a whole year ("started in 2022")."""
 
 from __future__ import annotations
 
@@ -113,3 +113,42 @@ def year_part(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
                                   f"leaves out month {edge}", comparison, turned, f"up to month {edge}" if upper
                                   else f"from month {edge}", env))
     return found
+
+
+def whole_year(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A year the question names with "in" ("the subscriptions that started in 2022"), given as a date from its
+    first day on (``started_on >= '2022-01-01'``) with nothing else bounding that date: the year's dates only
+    (``started_on >= '2022-01-01' AND started_on < '2023-01-01'``)."""
+    if not rules.years:
+        return []
+    found = []
+    for comparison in list(tree.find_all(exp.GTE)):
+        date, bound = comparison.this, unparen(comparison.expression)
+        text = uncast(bound)
+        if isinstance(date, exp.Literal) or not isinstance(text, exp.Literal) or not text.is_string \
+                or not _first_day_of(text.name, rules.years) or _bounded_elsewhere(tree, comparison, date, env):
+            continue
+        next_year = exp.Literal.string(f"{int(text.name[:4]) + 1}-01-01")
+        end: exp.Expr = next_year
+        if bound is not text:  # CAST('2022-01-01' AS DATE): the same cast of the next year's first day
+            end = bound.copy()
+            uncast(end).replace(next_year)
+        upper = exp.LT(this=date.copy(), expression=end)
+        window = exp.paren(exp.and_(comparison.copy(), upper))
+        found.append(replaced(f"the question asks for {text.name[:4]}, but {render(comparison, env)} also keeps the "
+                              "years after it", comparison, window, "the year's dates only", env))
+    return found
+
+
+def _first_day_of(text: str, years: frozenset[int]) -> bool:
+    return len(text) == 10 and text.endswith("-01-01") and text[:4].isdigit() and int(text[:4]) in years
+
+
+def _bounded_elsewhere(tree: exp.Expr, comparison: exp.Expr, date: exp.Expr, env: Env) -> bool:
+    """Whether ``tree`` compares ``date`` (the same SQL) in any other comparison, or reads its year or month."""
+    key = render(unparen(date), env)
+    for other in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.Between, exp.Like):
+        if other is not comparison and any(render(unparen(node), env) == key for node in other.iter_expressions()):
+            return True
+    return any(render(part[1], env) == key for node in tree.find_all(exp.Func)
+               if (part := date_part(node)) is not None)

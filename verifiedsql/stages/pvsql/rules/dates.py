@@ -55,8 +55,9 @@ def _like_parts(sub: exp.Sub, rules: Rules) -> tuple[exp.Expr, exp.Expr, str] | 
 
 def days(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     """A number of days computed as a difference of date parts (days of the month or the year; years or months
-    where the question names only days), or (SQLite) of date text, cast to a number or not: the engine's date
-    difference in days instead."""
+    where the question names only days), as the day part of an age (``EXTRACT(DAY FROM AGE(b, a))``), or
+    (SQLite) as a difference of date text, cast to a number or not: the engine's date difference in days
+    instead."""
     if not rules.days:
         return []
     column_of = column_resolver(tree, env)
@@ -70,6 +71,13 @@ def days(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
             parts = (*sides, "SQLite subtracts the years of date text")
         end, start, why = parts
         found.append(_day_difference(sub, end, start, why, env))
+    for extract in tree.find_all(exp.Extract):  # PostgreSQL's EXTRACT(DAY FROM AGE(b, a)): the days left over
+        age = extract.expression
+        if extract.this.name.upper() == "DAY" and isinstance(age, exp.Anonymous) and age.name.upper() == "AGE" \
+                and len(age.expressions) == 2:
+            later, earlier = age.expressions
+            found.append(_day_difference(extract, later, earlier, "the days of an age beside its years and months",
+                                         env))
     return found
 
 
@@ -137,13 +145,13 @@ def days_between(end: exp.Expr, start: exp.Expr, engine: str) -> exp.Expr:
     return exp.DateDiff(this=end.copy(), expression=start.copy(), unit=exp.var("DAY"))
 
 
-def _day_difference(sub: exp.Sub, end: exp.Expr, start: exp.Expr, why: str, env: Env) -> Finding:
-    """``sub`` -> the engine's number of days from ``start`` to ``end``."""
+def _day_difference(node: exp.Expr, end: exp.Expr, start: exp.Expr, why: str, env: Env) -> Finding:
+    """``node`` -> the engine's number of days from ``start`` to ``end``."""
     def build() -> exp.Expr:
         return exp.paren(days_between(end, start, env.engine))
-    before = render(sub, env)
+    before = render(node, env)
     return Finding(f"{before} is {why}, not a number of days",
-                   f"{before} -> {render(build(), env)} (days between two dates)", lambda: sub.replace(build()))
+                   f"{before} -> {render(build(), env)} (days between two dates)", lambda: node.replace(build()))
 
 
 def _operands(node: exp.Binary) -> list[tuple[exp.Expr, exp.Expr]]:
@@ -384,9 +392,10 @@ def _day_differences(tree: exp.Expr, env: Env) -> list[exp.Expr]:
 
 
 def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
-    """A number of days to "its first X" that joins every X (``AVG(x.d - o.d) FROM o JOIN x ON x.k = o.k``, X
-    joined or in the FROM, its date read in the outputs, the WHERE or the order): the join reads X's earliest date
-    per owner instead (``(SELECT k, MIN(d) AS d FROM x GROUP BY k) AS x``)."""
+    """A number of days to "its first X" (or "their first X more than 2 years after"), answered over every X
+    (``AVG(x.d - o.d) FROM o JOIN x ON x.k = o.k``, X joined or in the FROM, its date read in the outputs, the
+    WHERE or the order): the join reads X's earliest date per owner instead (``(SELECT k, MIN(d) AS d FROM x
+    GROUP BY k) AS x``)."""
     if not rules.first or not isinstance(tree, exp.Select) or tree.args.get("group"):
         return []
     noun = rules.first
@@ -423,7 +432,7 @@ def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         def apply(node: exp.Expr = node, derived: exp.Expr = derived) -> None:
             node.replace(derived)
         named = f"{noun} {rules.first_next}" if node.name.lower() in two_words else noun
-        return [Finding(f'the question asks for days to "its first {named}", but the SQL reads every {named}\'s '
+        return [Finding(f'the question asks for the time to "its first {named}", but the SQL reads every {named}\'s '
                         f"{date.name}", f"{before} -> {render(derived, env)} (the earliest {named} of each)", apply)]
     return []
 

@@ -8,7 +8,18 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from ..constraints import INT, numeric_type
-from .tree import Env, Finding, column_typer, noun_column, outside_subqueries, render, select_outputs, uncast, unparen
+from .tree import (
+    Env,
+    Finding,
+    column_typer,
+    noun_column,
+    outside_subqueries,
+    render,
+    select_outputs,
+    uncast,
+    unparen,
+    where_conjuncts,
+)
 from .words import Rules
 
 
@@ -64,10 +75,11 @@ def distinct(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
 
 def one_value(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     """One amount asked ("how many", "in total", and no "each", "per", "by", "which" or "list"), given as counts
-    or sums grouped by columns the query does not show (one unlabelled part of the total per group): the count or
-    sum over every row, without the GROUP BY, which the parts add up to. Left alone with a HAVING, an ORDER BY or
-    a LIMIT (the groups are ranked or filtered: "the largest department's headcount"), a DISTINCT, or any other
-    aggregate (an average per group is no part of the average over the rows)."""
+    or sums grouped by columns the query does not show (one unlabelled part of the total per group), or as any
+    aggregate grouped by a column the WHERE holds to one value in any letter case (groups that differ by spelling):
+    the aggregate over every row, without the GROUP BY. Left alone with a HAVING, an ORDER BY or a LIMIT (the
+    groups are ranked or filtered: "the largest department's headcount"), a DISTINCT, or any other aggregate
+    (an average per group is no part of the average over the rows)."""
     if not rules.one_value or not isinstance(tree, exp.Select):
         return []
     group = tree.args.get("group")
@@ -75,11 +87,31 @@ def one_value(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     if group is None or not outputs or any(tree.args.get(key) for key in ("having", "order", "limit", "distinct")) \
             or any(output.find(exp.Window) for output in outputs):
         return []
-    if not all(isinstance(uncast(output), (exp.Count, exp.Sum)) for output in outputs):
+    if not (all(isinstance(uncast(output), (exp.Count, exp.Sum)) for output in outputs)
+            or all(_pinned(key, tree) for key in group.expressions)
+            and all(output.find(exp.AggFunc) for output in outputs)):
         return []
     keys = ", ".join(render(key, env) for key in group.expressions)
     return [Finding(f"the question asks for one value, but the SQL gives one for each {keys}, unlabelled",
                     f"GROUP BY {keys} -> (none) (one value over every row)", lambda: tree.set("group", None))]
+
+
+_MATCHES = (exp.EQ, exp.Like, exp.ILike)
+
+
+def _pinned(key: exp.Expr, select: exp.Select) -> bool:
+    """Whether the WHERE holds ``key`` (a column) to one literal, in any letter case (``city = 'Leeds'``,
+    ``city ILIKE 'leeds'``, ``LOWER(city) = 'leeds'``): its groups differ by spelling at most."""
+    if not isinstance(key, exp.Column):
+        return False
+    for condition in where_conjuncts(select):
+        if isinstance(condition, _MATCHES) and isinstance(unparen(condition.expression), exp.Literal):
+            side = uncast(condition.this)
+            side = side.this if isinstance(side, (exp.Lower, exp.Upper)) else side
+            if isinstance(side, exp.Column) and side.name.lower() == key.name.lower() \
+                    and side.table.lower() == key.table.lower():
+                return True
+    return False
 
 
 _COMPUTED = (exp.Avg, exp.Sum, exp.Div, exp.Mul, exp.Add, exp.Sub, exp.Stddev, exp.Variance)

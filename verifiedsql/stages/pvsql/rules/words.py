@@ -82,6 +82,8 @@ _MONTH_TEXT = re.compile(r"\byyyy-mm\b(?!-dd)")
 _WEEKDAYS = {"sunday": 0, "monday": 1, "tuesday": 2, "wednesday": 3, "thursday": 4, "friday": 5, "saturday": 6}
 _WEEKDAY = re.compile(rf"\b({'|'.join(_WEEKDAYS)})s?\b|\b(weekends?)\b")
 # "the first half of 2023", "the fourth quarter", "Q2 2024": the part of a year, as (its first month, its last)
+_IN_YEAR = re.compile(r"(?<!since )(?<!after )(?<!from )(?<!before )(?<!until )\b(?:in|during) (\d{4})\b"
+                      r"(?! to\b| or (?:later|after|\d{4})\b| and (?:later|after|\d{4})\b| onwards?\b|-\d)")
 _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
 _YEAR_PART = re.compile(rf"\b({'|'.join(_ORDINALS)}) (half|quarter)\b|\bq([1-4])\b")
 
@@ -130,7 +132,7 @@ class Rules:
     within_after: bool = False  # "within N days after A": a number of days from A is 0 to N, never below 0
     # "more than 10 days after A": (the move from A in days, months or years, its unit, whether the date is later)
     beyond: tuple[tuple[int, str, bool], ...] = ()
-    first: str | None = None  # a number of days to "its first X": X's noun
+    first: str | None = None  # days or an amount of time to "its first X": X's noun
     first_next: str | None = None  # the word after it: X may be two words ("their first leave request")
     span: tuple[str, str] | None = None  # a number of days from A to B: (A's words, B's words), B the later
     growth: bool = False  # a percentage change: (new - base) / base
@@ -144,14 +146,23 @@ class Rules:
     given_date: str | None = None  # the one date it gives (YYYY-MM-DD), where it names no time relative to today
     weekdays: frozenset[int] = frozenset()  # the days of the week it names, Sunday 0 to Saturday 6
     months: tuple[int, int] | None = None  # the part of a year it names: its first month and its last
-    one_value: bool = field(default=False, compare=False)  # it asks for one amount (how many, an average, a total) and for no value per group
+    years: frozenset[int] = frozenset()  # the calendar years it names with "in" or "during" ("started in 2022")
+    # it asks for one amount (how many, an average, a total) and for no value per group
+    one_value: bool = field(default=False, compare=False)
 
     @property
     def any(self) -> bool:
-        return bool(self.given_date or self.weekdays or self.months or self.scale or self.divisor or self.fractional or self.days or self.inclusive
-                    or self.first or self.durations or self.weeks or self.growth or self.beyond
-                    or self.per_item or self.distinct or self.month_text or self.rounding is not None
+        """Whether it settles any arithmetic (a candidate that breaks none of it earns the ``constraints`` check)."""
+        return bool(self.given_date or self.weekdays or self.months or self.scale or self.divisor or self.fractional
+                    or self.days or self.inclusive or self.first or self.durations or self.weeks or self.growth
+                    or self.beyond or self.per_item or self.distinct or self.month_text or self.rounding is not None
                     or self.case_insensitive)
+
+    @property
+    def shape(self) -> bool:
+        """Whether it settles the answer's shape only (one value, a whole year): the repair runs, and earns no
+        ``constraints`` check by it."""
+        return self.one_value or bool(self.years)
 
     def describe(self) -> list[str]:
         """Each rule in words, for the report."""
@@ -163,6 +174,8 @@ class Rules:
             lines.append("a day of the week is the date's weekday, not its day of the month or week of the year")
         if self.months:
             lines.append(f"the part of the year it names runs from month {self.months[0]} to month {self.months[1]}")
+        if self.years:
+            lines.append(f"a year named ({', '.join(map(str, sorted(self.years)))}) runs to its last day")
         if self.divisor:
             lines.append(f'"the ratio of A to {self.divisor}" divides by {self.divisor}')
         if self.fractional:
@@ -212,13 +225,14 @@ def read_rules(question: str) -> Rules:
     distinct = _DISTINCT_COUNT.search(text)
     days = bool(_DAYS.search(text))
     periods = _PERIODS.search(text)
-    first = _FIRST.search(text) if days else None
+    durations = tuple(dict.fromkeys((_whole(n), unit) for n, unit in _DURATION.findall(text)))
+    first = _FIRST.search(text) if days or durations else None
     span = _span(text) if days else None
     per = _PER_ITEM.search(text)
     per_item = ((per.group(1) or per.group(3)).strip(), per.group(2) or per.group(4)) if per else None
     return Rules(scale=scale, divisor=divisor, dividend=dividend, fractional=bool(_FRACTIONAL.search(text)), days=days,
                  coarser=frozenset(unit for unit, words in _COARSER.items() if days and words.search(text)),
-                 durations=tuple(dict.fromkeys((_whole(n), unit) for n, unit in _DURATION.findall(text))),
+                 durations=durations,
                  weeks=bool(_WEEKS.search(text)),
                  inclusive=days and bool(_INCLUSIVE.search(text)), within_after=bool(_WITHIN_AFTER.search(text)),
                  beyond=_beyond(text),
@@ -230,6 +244,7 @@ def read_rules(question: str) -> Rules:
                  numbers=frozenset(_whole(number) for number in re.findall(_NUMBER, text))
                  | {_whole(n) for n, _ in _DURATION.findall(text)},
                  given_date=_given_date(question), weekdays=_weekdays(text), months=_months(text),
+                 years=frozenset(int(year) for year in _IN_YEAR.findall(text)),
                  one_value=bool(_AN_AMOUNT.search(text)) and not ASKS_PER_GROUP.search(text)
                  and not _MANY.search(text))
 
