@@ -1166,3 +1166,11 @@ def test_a_year_named_with_in_ends_with_the_year(engine, sql, expected):
 ])
 def test_a_year_named_left_alone(question, sql):
     assert fixed(question, sql)[1] == []
+
+
+def test_a_part_of_a_year_one_month_over_its_edge_reaches_its_edge():
+    assert fixed("How many orders were placed in the second half of 2023?",
+                 "SELECT COUNT(*) FROM orders WHERE EXTRACT(MONTH FROM order_date) >= 6", "postgresql")[0] == \
+        "SELECT COUNT(*) FROM orders WHERE EXTRACT(MONTH FROM order_date) >= 7"
+    assert fixed("How many orders were placed in the second half of 2023?",  # far off: another reading, left alone
+                 "SELECT COUNT(*) FROM orders WHERE EXTRACT(MONTH FROM order_date) >= 3", "postgresql")[1] == []

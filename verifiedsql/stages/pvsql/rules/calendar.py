@@ -84,9 +84,9 @@ def _day_of_week(date: exp.Expr, engine: str) -> exp.Expr:
 
 
 def year_part(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
-    """A month compared with the edge of the part of a year the question names, one month short ("the first half
-    of 2023" as ``EXTRACT(MONTH FROM d) < 6``, "the fourth quarter" as ``> 10``): the part's own edge (``<= 6``,
-    ``>= 10``)."""
+    """A month compared with the edge of the part of a year the question names, one month off ("the first half
+    of 2023" as ``EXTRACT(MONTH FROM d) < 6``, "the fourth quarter" as ``> 10``, "the second half" as ``>= 6``):
+    the part's own edge (``<= 6``, ``>= 10``, ``>= 7``)."""
     if rules.months is None:
         return []
     first, last = rules.months
@@ -102,15 +102,16 @@ def year_part(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
             upper = isinstance(comparison, (exp.LT, exp.LTE)) == (month_side == "this")
             strict = isinstance(comparison, (exp.LT, exp.GT))
             kept = (number - 1 if strict else number) if upper else (number + 1 if strict else number)
-            if kept != (last - 1 if upper else first + 1):
-                continue
             edge = last if upper else first
+            if abs(kept - edge) != 1:
+                continue
             value = exp.Literal.string(f"{edge:02d}") if literal.is_string else exp.Literal.number(edge)
             kind = (exp.LTE if upper else exp.GTE) if month_side == "this" else (exp.GTE if upper else exp.LTE)
             turned = kind(this=comparison.args["this"].copy(), expression=comparison.args["expression"].copy())
             turned.set(literal_side, value)
+            missed = f"leaves out month {edge}" if (kept < edge) == upper else f"adds month {kept}"
             found.append(replaced(f"the question asks for months {first} to {last}, but {render(comparison, env)} "
-                                  f"leaves out month {edge}", comparison, turned, f"up to month {edge}" if upper
+                                  f"{missed}", comparison, turned, f"up to month {edge}" if upper
                                   else f"from month {edge}", env))
     return found
 
