@@ -33,8 +33,7 @@ from ..report import Evidence
 from ..results import ResultSet
 from .common.catalog import Catalog
 from .common.date_nodes import column_resolver, is_date_valued, without_conversions
-from .common.terms import named_in
-from .pvsql.rules.words import ASKS_PER_GROUP
+from .common.terms import ASKS_PER_GROUP, named_in
 
 _DAY_OF = re.compile(r"\b(?:day of (?:the )?(?:year|month|week)|which day|what day|weekday|day number)\b")
 _DAY_FORMATS = ("%j", "%d")  # SQLite's day of the year and day of the month

@@ -1,6 +1,7 @@
 """The literals of a question worth looking up (quoted strings, capitalised terms not at a sentence
 start, numbers, dates), and which column types hold text: shared by value grounding, probing and
-column exploration; and whether the question names a value an answer compares with (evidence)."""
+column exploration; whether the question names a value an answer compares with (evidence); and whether it
+asks for a value per group (``ASKS_PER_GROUP``: the grouping doubt and the one-value repair)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ import re
 
 MAX_TERMS = 8
 TEXT_TYPE = re.compile(r"CHAR|TEXT|STRING|CLOB|VARCHAR", re.IGNORECASE)
+
+# words that ask for a value per group, or for several rows; without them a question asks for one value
+ASKS_PER_GROUP = re.compile(r"\b(?:each|every|per|by|for all|respective|respectively|list|show|group|groups|"
+                            r"breakdown|across|what are)\b"
+                            r"|(?<!\bin )(?<!\bon )(?<!\bat )(?<!\bof )(?<!\bduring )\bwhich\b",  # not "in which"
+                            re.IGNORECASE)
 
 _QUOTED = re.compile(r"""(?<!\w)(['"‘“])(.+?)(['"’”])(?!\w)""")
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ...common.date_nodes import time_amount
+from ...common.terms import ASKS_PER_GROUP
 from ..constraints import normalize
 
 _PERCENT = re.compile(r"\b(?:percent|percentage|percentages|pct)\b|%")
@@ -100,11 +101,6 @@ _ROUNDING = re.compile(r"\bround(?:ed|ing)?(?: off)? to (?:the nearest (?:whole 
                        r"|\bto (\w+) decimal places?\b|\bto the nearest whole number\b")
 
 
-# words that ask for a value per group, or for several rows; without them a question asks for one value
-ASKS_PER_GROUP = re.compile(r"\b(?:each|every|per|by|for all|respective|respectively|list|show|group|groups|"
-                            r"breakdown|across|what are)\b"
-                            r"|(?<!\bin )(?<!\bon )(?<!\bat )(?<!\bof )(?<!\bduring )\bwhich\b",  # not "in which"
-                            re.IGNORECASE)
 _MANY = re.compile(r"\b(?:different|various|separately|apiece|distribution)\b")
 _AN_AMOUNT = re.compile(r"\b(?:how many|number of|count|average|mean|in total|total|sum)\b")
 
