@@ -474,13 +474,25 @@ PER_CUSTOMER = "SELECT SUM(amount) FROM orders GROUP BY customer_id"
 TOTAL = "SELECT SUM(amount) FROM orders"
 
 
+AVERAGE_PER_CUSTOMER = "SELECT AVG(amount) FROM orders GROUP BY customer_id"
+
+
 def test_a_value_per_group_where_the_question_asks_for_one_is_doubted(shop_engine):
-    _, report, _, lone = lone_and_outvoted(shop_engine, "What is the total amount of all orders?", PER_CUSTOMER,
-                                           TOTAL)
+    # an average per group is no part of the average over the rows: the repair leaves it, the vote doubts it
+    _, report, _, lone = lone_and_outvoted(shop_engine, "What is the average amount of all orders?",
+                                           AVERAGE_PER_CUSTOMER, "SELECT AVG(amount) FROM orders")
     assert "grouping" not in verdicts(report)
     assert verdicts(lone)["grouping"] == "against" and lone.confidence == "probable"
     assert "one value for each customer_id (10 rows)" in next(e.detail for e in lone.evidence
                                                               if e.check == "grouping")
+
+
+def test_a_total_split_into_unlabelled_groups_where_one_is_asked_is_repaired_to_the_total(shop_engine):
+    rows, report, _ = ask(shop_engine, "What is the total amount of all orders?", lambda r: fenced(PER_CUSTOMER))
+    total, _, _ = ask(shop_engine, "What is the total amount of all orders?", lambda r: fenced(TOTAL))
+    assert rows == total and len(rows) == 1 and "GROUP BY" not in report.sql.upper()
+    assert any("one value" in fix for candidate in report.candidates for fix in candidate.fixes)
+    assert "grouping" not in verdicts(report)
 
 
 def test_rows_of_no_aggregate_where_the_question_asks_for_an_average_are_doubted(shop_engine):
