@@ -33,6 +33,7 @@ from ..report import Evidence
 from ..results import ResultSet
 from .common.catalog import Catalog
 from .common.date_nodes import column_resolver, is_date_valued, without_conversions
+from .common.operands import operand_of
 from .common.terms import ASKS_PER_GROUP, named_in
 
 _DAY_OF = re.compile(r"\b(?:day of (?:the )?(?:year|month|week)|which day|what day|weekday|day number)\b")
@@ -61,14 +62,10 @@ def calendar_days(tree: exp.Expr | None, question: str, catalog: Catalog, dialec
 def _compared_with_named_days(node: exp.Expr, question: str) -> bool:
     """Compared with a number the question gives as days ("took more than 7 days" as ``EXTRACT(DAY FROM d) >
     7``): a filter on the day of the month would name no number of days."""
-    parent = node.parent
-    while isinstance(parent, (exp.Paren, exp.Cast)):
-        node, parent = parent, parent.parent
-    if not isinstance(parent, (exp.GT, exp.GTE, exp.LT, exp.LTE)):
+    found = operand_of(node, (exp.GT, exp.GTE, exp.LT, exp.LTE))
+    if found is None:
         return False
-    other = parent.expression if parent.this is node else parent.this
-    while isinstance(other, exp.Paren):
-        other = other.this
+    other = found[1]
     return isinstance(other, exp.Literal) and not other.is_string and \
         re.search(rf"\b{re.escape(other.name)} days?\b", question.lower()) is not None
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from ...common.date_nodes import is_date_valued
+from ...common.operands import operand_of
 from ...common.values import unaliased
 from ...repair import date_part, day_of_year
 from .tree import (
@@ -84,13 +85,10 @@ def days(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
 def _compared_bound(node: exp.Expr) -> tuple[exp.Expr, exp.Literal] | None:
     """(the comparison, the whole number) where ``node`` (through parentheses and casts) is compared with a whole
     number literal (``d - a <= 30``, ``30 > (d - a)``); None otherwise."""
-    child: exp.Expr = node
-    comparison: exp.Expr | None = node.parent
-    while isinstance(comparison, (exp.Paren, exp.Cast)):
-        child, comparison = comparison, comparison.parent
-    if not isinstance(comparison, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ)):
+    found = operand_of(node, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ))
+    if found is None:
         return None
-    bound = unparen(comparison.expression if comparison.this is child else comparison.this)
+    comparison, bound = found
     if not isinstance(bound, exp.Literal) or bound.is_string or not float(bound.this).is_integer():
         return None
     return comparison, bound
@@ -499,12 +497,8 @@ def direction(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
 
 def _plus_one(node: exp.Expr) -> bool:
     """Whether ``node`` (through parentheses and casts) is added to 1."""
-    child, parent = node, node.parent
-    while isinstance(parent, (exp.Paren, exp.Cast, exp.TryCast)):
-        child, parent = parent, parent.parent
-    if not isinstance(parent, exp.Add):
-        return False
-    return is_number(parent.expression if parent.this is child else parent.this, 1)
+    found = operand_of(node, exp.Add)
+    return found is not None and is_number(found[1], 1)
 
 
 def inclusive(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
