@@ -40,9 +40,9 @@ holds what they share, ``planner.py`` puts them together, ``propose.py`` turns t
 runs them.
 """
 
-from .dialect import date_part, day_of_year
+from .dialect import date_part, day_of_year, week_of_year
 from .identifiers import resembles
 from .propose import MAX_PROPOSALS, MAX_ROUNDS, MAX_RUNS, Proposal, Repaired, proposals, repair_failure
 
 __all__ = ["MAX_PROPOSALS", "MAX_ROUNDS", "MAX_RUNS", "Proposal", "Repaired", "date_part", "day_of_year",
-           "proposals", "repair_failure", "resembles"]
+           "proposals", "repair_failure", "resembles", "week_of_year"]

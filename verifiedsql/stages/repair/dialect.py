@@ -21,7 +21,9 @@ _FUNCTION_ERRORS = (
 
 _PARTS = {"YEAR": "%Y", "MONTH": "%m", "DAY": "%d"}
 _DAY_OF_YEAR = {"DOY": "%j", "DAYOFYEAR": "%j"}
-_PART_CALLS = ((exp.Year, "YEAR"), (exp.Month, "MONTH"), (exp.Day, "DAY"), (exp.DayOfYear, "DOY"))
+_WEEK_OF_YEAR = {"WEEK": "%W", "WEEKOFYEAR": "%U", "ISOWEEK": "%V"}  # Monday-first, Sunday-first, ISO weeks
+_PART_CALLS = ((exp.Year, "YEAR"), (exp.Month, "MONTH"), (exp.Day, "DAY"), (exp.DayOfYear, "DOY"),
+               (exp.Week, "WEEK"), (exp.WeekOfYear, "WEEK"))
 
 
 class FunctionRepairs(PlannerBase):
@@ -84,6 +86,13 @@ def day_of_year(node: exp.Expr) -> exp.Expr | None:
     """The argument of a day-of-year call (``STRFTIME('%j', x)``, ``EXTRACT(DOY FROM x)``, ``DAYOFYEAR(x)``),
     or None."""
     found = _part_call(node, _DAY_OF_YEAR)
+    return found[1] if found is not None else None
+
+
+def week_of_year(node: exp.Expr) -> exp.Expr | None:
+    """The argument of a week-of-the-year call (``STRFTIME('%W', x)``, ``EXTRACT(WEEK FROM x)``, ``WEEK(x)``),
+    or None."""
+    found = _part_call(node, _WEEK_OF_YEAR)
     return found[1] if found is not None else None
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ...repair import date_part
+from ...repair import date_part, week_of_year
 from .tree import Env, Finding, render, replaced, uncast, unparen
 from .words import Rules
 
-_WEEK_OF_YEAR = ("%W", "%U", "%V")
 _COMPARED = (exp.EQ, exp.In)
 
 
@@ -19,16 +18,16 @@ def weekday(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     the question names them (``EXTRACT(DOW FROM d) = 1``; ``CAST(STRFTIME('%w', d) AS INTEGER)`` on SQLite)."""
     if not rules.weekdays:
         return []
+    days = sorted(rules.weekdays)
+    names = ", ".join(_NAMES[day] for day in days)
     found = []
     for comparison in list(tree.find_all(*_COMPARED)):
         date = _misread_weekday(comparison)
         if date is None:
             continue
-        days = sorted(rules.weekdays)
         part = _day_of_week(date, env.engine)
         turned: exp.Expr = exp.EQ(this=part, expression=exp.Literal.number(days[0])) if len(days) == 1 else \
             exp.In(this=part, expressions=[exp.Literal.number(day) for day in days])
-        names = ", ".join(_NAMES[day] for day in days)
         found.append(replaced(f"the question names a day of the week ({names}), but {render(comparison, env)} reads "
                               "a day of the month or a week of the year", comparison, turned,
                               "the day of the week", env))
@@ -61,18 +60,7 @@ def _day_or_week_of(node: exp.Expr) -> exp.Expr | None:
     part = date_part(node)
     if part is not None:
         return part[1] if part[0] == "DAY" else None
-    if isinstance(node, exp.Extract) and node.this.name.upper() == "WEEK":
-        return node.expression
-    if isinstance(node, (exp.Week, exp.WeekOfYear)):
-        return node.this
-    if isinstance(node, exp.TimeToStr) and isinstance(node.args.get("format"), exp.Literal) \
-            and node.args["format"].name in _WEEK_OF_YEAR:
-        date = node.this
-        return date.this if isinstance(date, exp.TsOrDsToTimestamp) else date
-    if isinstance(node, exp.Anonymous) and node.name.lower() == "strftime" and len(node.expressions) == 2 \
-            and isinstance(node.expressions[0], exp.Literal) and node.expressions[0].name in _WEEK_OF_YEAR:
-        return node.expressions[1]
-    return None
+    return week_of_year(node)
 
 
 def _day_of_week(date: exp.Expr, engine: str) -> exp.Expr:

@@ -87,9 +87,10 @@ def one_value(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     if group is None or not outputs or any(tree.args.get(key) for key in ("having", "order", "limit", "distinct")) \
             or any(output.find(exp.Window) for output in outputs):
         return []
-    if not (all(isinstance(uncast(output), (exp.Count, exp.Sum)) for output in outputs)
-            or all(_pinned(key, tree) for key in group.expressions)
-            and all(output.find(exp.AggFunc) for output in outputs)):
+    parts_of_a_total = all(isinstance(uncast(output), (exp.Count, exp.Sum)) for output in outputs)
+    groups_by_spelling = all(_pinned(key, tree) for key in group.expressions) and \
+        all(output.find(exp.AggFunc) for output in outputs)
+    if not (parts_of_a_total or groups_by_spelling):
         return []
     keys = ", ".join(render(key, env) for key in group.expressions)
     return [Finding(f"the question asks for one value, but the SQL gives one for each {keys}, unlabelled",
