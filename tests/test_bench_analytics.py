@@ -39,7 +39,7 @@ SET = Path(__file__).resolve().parents[1] / "benchmarks" / "analytics"
 HELD_OUT = tuple(SET.parent / name for name in
                  ("analytics-heldout", "analytics-heldout-2", "analytics-heldout-3", "analytics-heldout-4",
                   "analytics-heldout-5", "analytics-heldout-6", "analytics-heldout-7",
-                  "analytics-heldout-8", "analytics-heldout-9"))
+                  "analytics-heldout-8", "analytics-heldout-9", "analytics-heldout-10"))
 
 
 @pytest.fixture(scope="module")
