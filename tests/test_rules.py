@@ -1093,6 +1093,149 @@ def test_a_part_of_a_year_one_month_short_reaches_its_edge(engine, question, sql
     assert fixed(question, sql, engine)[0] == expected
 
 
+@pytest.mark.parametrize(("engine", "question", "sql", "expected"), [
+    ("sqlite", "How many accounts were created in the second half of 2023?",
+     "SELECT COUNT(*) FROM accounts WHERE created_on >= '2023-06-01' AND created_on < '2024-01-01'",
+     "SELECT COUNT(*) FROM accounts WHERE created_on >= '2023-07-01' AND created_on < '2024-01-01'"),
+    ("sqlite", "How many accounts were created in the second half of 2023?",
+     "SELECT COUNT(*) FROM accounts WHERE created_on BETWEEN '2023-07-01' AND '2023-11-30'",
+     "SELECT COUNT(*) FROM accounts WHERE created_on BETWEEN '2023-07-01' AND '2023-12-31'"),
+    ("postgresql", "How many accounts were created in the first half of 2023?",
+     "SELECT COUNT(*) FROM accounts WHERE created_on BETWEEN DATE '2023-01-01' AND DATE '2023-05-31'",
+     "SELECT COUNT(*) FROM accounts WHERE created_on BETWEEN CAST('2023-01-01' AS DATE) "
+     "AND CAST('2023-06-30' AS DATE)"),
+    ("postgresql", "How many accounts were created in the fourth quarter of 2023?",  # the day before the edge
+     "SELECT COUNT(*) FROM accounts WHERE created_on > '2023-08-31' AND '2024-01-01' > created_on",
+     "SELECT COUNT(*) FROM accounts WHERE created_on > '2023-09-30' AND '2024-01-01' > created_on"),
+    ("sqlite", "How many accounts were created in the first quarter of 2024?",  # one month over, in the year before
+     "SELECT COUNT(*) FROM accounts WHERE created_on >= '2023-12-01' AND created_on < '2024-04-01'",
+     "SELECT COUNT(*) FROM accounts WHERE created_on >= '2024-01-01' AND created_on < '2024-04-01'"),
+])
+def test_a_date_bound_one_month_off_a_part_of_a_year_reaches_its_edge(engine, question, sql, expected):
+    assert fixed(question, sql, engine)[0] == expected
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    ("How many accounts were created in the fourth quarter of 2023?",  # on the edges already
+     "SELECT COUNT(*) FROM accounts WHERE created_on >= '2023-10-01' AND created_on <= '2023-12-31'"),
+    ("How many accounts were created in the fourth quarter of 2023?",  # a year the question does not name
+     "SELECT COUNT(*) FROM accounts WHERE created_on >= '2024-09-01'"),
+    ("How many accounts were created in the second half of 2023?",  # no month's first or last day
+     "SELECT COUNT(*) FROM accounts WHERE created_on >= '2023-06-15'"),
+    ("How many accounts created in the second half of 2023 had signed up before 2023-06-01?",  # a date it gives
+     "SELECT COUNT(*) FROM accounts WHERE signed_up < '2023-06-01'"),
+    ("How many accounts were created in 2023?",  # no part of a year named
+     "SELECT COUNT(*) FROM accounts WHERE created_on >= '2023-06-01'"),
+])
+def test_a_date_bound_left_alone(question, sql):
+    assert fixed(question, sql)[1] == []
+
+
+@pytest.mark.parametrize(("engine", "question", "sql", "expected"), [
+    ("sqlite", "How many employees were hired on the first day of a month?",
+     "SELECT COUNT(*) FROM employees WHERE STRFTIME('%m', hire_date) = '01'",
+     "SELECT COUNT(*) FROM employees WHERE CAST(STRFTIME('%d', hire_date) AS INTEGER) = 1"),
+    ("postgresql", "How many employees were hired on the first day of a month?",
+     "SELECT COUNT(*) FROM employees WHERE EXTRACT(MONTH FROM hire_date) = 1",
+     "SELECT COUNT(*) FROM employees WHERE EXTRACT(DAY FROM hire_date) = 1"),
+    ("postgresql", "How many invoices were issued on the 15th of a month?",
+     "SELECT COUNT(*) FROM invoices WHERE EXTRACT(MONTH FROM issued_on) = 15",
+     "SELECT COUNT(*) FROM invoices WHERE EXTRACT(DAY FROM issued_on) = 15"),
+])
+def test_a_day_of_a_month_read_as_a_month_is_the_day(engine, question, sql, expected):
+    assert fixed(question, sql, engine)[0] == expected
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    ("How many employees were hired on the first day of a month?",  # the day already
+     "SELECT COUNT(*) FROM employees WHERE STRFTIME('%d', hire_date) = '01'"),
+    ("How many employees were hired in January on the first day of a month?",  # a month compared with another day
+     "SELECT COUNT(*) FROM employees WHERE STRFTIME('%m', hire_date) = '02'"),
+    ("How many employees were hired on the last day of a month?",  # no one number of the day
+     "SELECT COUNT(*) FROM employees WHERE STRFTIME('%m', hire_date) = '01'"),
+    ("How many employees were hired in the first month of 2023?",  # no day of a month named
+     "SELECT COUNT(*) FROM employees WHERE STRFTIME('%m', hire_date) = '01'"),
+])
+def test_a_day_of_a_month_left_alone(question, sql):
+    assert fixed(question, sql)[1] == []
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("sqlite",  # the dates before the window
+     "SELECT COUNT(*) FROM customers WHERE signup_date < DATE('2023-01-01', '-90 days')",
+     "SELECT COUNT(*) FROM customers WHERE (signup_date >= DATE('2023-01-01', '-90 days') "
+     "AND signup_date < '2023-01-01')"),
+    ("sqlite",  # the window's end left out
+     "SELECT COUNT(*) FROM customers WHERE signup_date >= DATE('2023-01-01', '-90 days')",
+     "SELECT COUNT(*) FROM customers WHERE (signup_date >= DATE('2023-01-01', '-90 days') "
+     "AND signup_date < '2023-01-01')"),
+    ("postgresql",
+     "SELECT COUNT(*) FROM customers WHERE signup_date <= DATE '2023-01-01' - INTERVAL '90 days'",
+     "SELECT COUNT(*) FROM customers WHERE (signup_date >= CAST('2023-01-01' AS DATE) - INTERVAL '90 DAYS' "
+     "AND signup_date < CAST('2023-01-01' AS DATE))"),
+    ("sqlite",  # both ends given: nothing to do
+     "SELECT COUNT(*) FROM customers WHERE signup_date >= DATE('2023-01-01', '-90 days') "
+     "AND signup_date < '2023-01-01'",
+     "SELECT COUNT(*) FROM customers WHERE signup_date >= DATE('2023-01-01', '-90 days') "
+     "AND signup_date < '2023-01-01'"),
+    ("postgresql",  # the end given against the date without its cast
+     "SELECT COUNT(*) FROM customers WHERE signup_date >= CAST('2023-01-01' AS DATE) - INTERVAL '90 DAYS' "
+     "AND signup_date < '2023-01-01'",
+     "SELECT COUNT(*) FROM customers WHERE signup_date >= CAST('2023-01-01' AS DATE) - INTERVAL '90 DAYS' "
+     "AND signup_date < '2023-01-01'"),
+    ("sqlite",  # another number of days than the question's
+     "SELECT COUNT(*) FROM customers WHERE signup_date < DATE('2023-01-01', '-30 days')",
+     "SELECT COUNT(*) FROM customers WHERE signup_date < DATE('2023-01-01', '-30 days')"),
+])
+def test_the_days_before_a_date_are_a_window_that_ends_at_it(engine, sql, expected):
+    assert fixed("How many customers signed up in the 90 days before 2023-01-01?", sql, engine)[0] == expected
+
+
+@pytest.mark.parametrize(("question", "window"), [
+    ("How many customers signed up in the 90 days before 2023-01-01?", (-90, "day")),
+    ("How many orders were placed during the last two weeks before 2024-01-01?", (-14, "day")),
+    ("How many leave requests started within the 3 months prior to their end date?", (-3, "month")),
+    ("How many customers signed up 90 days before 2023-01-01?", None),  # one day, no window
+    ("How many orders were placed in the 30 days before 2024-01-01 or in the 60 days before 2024-06-01?", None),
+])
+def test_a_window_before_a_date_is_read(question, window):
+    assert read_rules(question).window_before == window
+
+
+_FIRST_YEAR = ("What is the average number of stars of the reviews posted during the first year after their restaurant "
+               "opened?")
+
+
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("sqlite",  # the same calendar year
+     "SELECT AVG(v.stars) FROM reviews AS v JOIN restaurants AS r ON r.id = v.restaurant_id "
+     "WHERE CAST(STRFTIME('%Y', v.posted_on) AS INTEGER) = CAST(STRFTIME('%Y', r.opened_on) AS INTEGER)",
+     "SELECT AVG(v.stars) FROM reviews AS v JOIN restaurants AS r ON r.id = v.restaurant_id "
+     "WHERE (v.posted_on >= r.opened_on AND v.posted_on < DATE(r.opened_on, '+1 years'))"),
+    ("postgresql",  # the opening's date on the left
+     "SELECT AVG(v.stars) FROM reviews AS v JOIN restaurants AS r ON r.id = v.restaurant_id "
+     "WHERE EXTRACT(YEAR FROM r.opened_on) + 1 >= EXTRACT(YEAR FROM v.posted_on)",
+     "SELECT AVG(v.stars) FROM reviews AS v JOIN restaurants AS r ON r.id = v.restaurant_id "
+     "WHERE (v.posted_on >= r.opened_on AND v.posted_on < r.opened_on + INTERVAL '1 YEAR')"),
+])
+def test_the_first_year_after_a_date_is_a_window_not_a_calendar_year(engine, sql, expected):
+    assert fixed(_FIRST_YEAR, sql, engine)[0] == expected
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    (_FIRST_YEAR,  # one date's year against a number
+     "SELECT AVG(stars) FROM reviews WHERE STRFTIME('%Y', posted_on) = '2023'"),
+    (_FIRST_YEAR,  # neither date's column is named by "their restaurant opened"
+     "SELECT AVG(v.stars) FROM reviews AS v JOIN restaurants AS r ON r.id = v.restaurant_id "
+     "WHERE STRFTIME('%Y', v.posted_on) = STRFTIME('%Y', r.created_at)"),
+    ("What is the average number of stars of the reviews posted in the same year their restaurant opened?",
+     "SELECT AVG(v.stars) FROM reviews AS v JOIN restaurants AS r ON r.id = v.restaurant_id "
+     "WHERE STRFTIME('%Y', v.posted_on) = STRFTIME('%Y', r.opened_on)"),  # a calendar year asked
+])
+def test_the_first_year_after_a_date_left_alone(question, sql):
+    assert fixed(question, sql)[1] == []
+
+
 @pytest.mark.parametrize(("question", "sql", "expected"), [
     ("How many days of leave were taken in total?",
      "SELECT SUM(JULIANDAY(ship_date) - JULIANDAY(order_date)) FROM orders GROUP BY customer_id",
@@ -1129,10 +1272,13 @@ def test_an_average_grouped_by_a_column_the_where_holds_to_one_value_is_one_aver
     assert fixed(question, sql.replace("LOWER(c.city) = 'leeds'", "c.customer_id > 3"))[1] == []  # not held
 
 
-def test_the_first_item_compared_with_a_moved_date_reads_its_earliest_date():
+@pytest.mark.parametrize("question", ["How many customers placed their first order more than 2 years after joining?",
+                                      "How many customers ordered for the first time more than 2 years after joining?"])
+def test_the_first_item_compared_with_a_moved_date_reads_its_earliest_date(question):
     sql = ("SELECT COUNT(DISTINCT c.customer_id) FROM customers AS c JOIN orders AS o ON c.customer_id = "
            "o.customer_id WHERE DATE(c.joined, '+2 years') < o.order_date")
-    assert fixed("How many customers placed their first order more than 2 years after joining?", sql)[0] == (
+    assert fixed("How many customers ordered for the first time in 2023?", sql)[1] == []  # no time from a date
+    assert fixed(question, sql)[0] == (
         "SELECT COUNT(DISTINCT c.customer_id) FROM customers AS c JOIN (SELECT customer_id, MIN(order_date) AS "
         "order_date FROM orders GROUP BY customer_id) AS o ON c.customer_id = o.customer_id "
         "WHERE DATE(c.joined, '+2 years') < o.order_date")

@@ -51,8 +51,15 @@
 - **month text**: "give the month as YYYY-MM" gives one text column, not the year and the month as numbers;
 - **weekday**: "on a Monday" (or "at the weekend") compared as a day of the month or a week of the year is the
   date's day of the week;
+- **window before**: "in the 90 days before D" holds a date from D moved back by 90 days up to D, not before
+  the moved date nor after D;
+- **month day**: "on the first day of a month" compared as a month (``EXTRACT(MONTH FROM d) = 1``) is the day
+  of the month;
 - **year part**: "the first half of 2023" (or "the fourth quarter", "Q2") as months one short of the part's edge
-  (``< 6``) reaches the edge (``<= 6``);
+  (``< 6``) reaches the edge (``<= 6``); so does a date bound on a month's first or last day one month off the
+  edge (``>= '2023-06-01'`` for the second half);
+- **period after**: "during the first year after A" (or "the first 6 months since A") compared as calendar years or
+  months of two dates (``YEAR(b) = YEAR(a)``) is the window from A to A moved on;
 - **whole year**: "started in 2022" given as ``started_on >= '2022-01-01'``, with nothing else bounding the date,
   ends with the year (``AND started_on < '2023-01-01'``);
 - **one value**: "how many" or "in total", with no "each", "per" or "by", answered as counts or sums grouped by
@@ -77,7 +84,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .calendar import weekday, whole_year, year_part
+from .calendar import month_day, period_after, weekday, whole_year, year_part
 from .changes import growth, growth_base
 from .dates import (
     calendar_years,
@@ -97,24 +104,25 @@ from .forms import distinct, integer_division, letter_case, one_value, rounding
 from .shares import divisor, group_share, per_item, ratio_terms, scale, whole
 from .today import given_day
 from .tree import Env, Finding, Rule, ValueReader
-from .windows import beyond
+from .windows import beyond, window_before
 from .words import Rules, read_rules
 
 __all__ = ["RULES", "Env", "Finding", "Rules", "ValueReader", "findings", "problems", "read_rules", "repair"]
 
 RULES: tuple[Rule, ...] = (scale, divisor, ratio_terms, whole, group_share, growth_base, growth, per_item,
                           integer_division, given_day, days, day_units, shifted, year_shift, calendar_years,
-                          named_bound, first, direction, inclusive, weeks, within_after, beyond, distinct, month_text,
-                          weekday, year_part, whole_year, one_value, rounding,
-                          letter_case)
+                          named_bound, first, direction, inclusive, weeks, within_after, beyond, window_before,
+                          distinct, month_text, weekday, month_day, year_part, whole_year, period_after,
+                          one_value, rounding, letter_case)
 """In the order the repair applies them: the scale first (its ``100.0`` also makes a division real), then the
 divisor and the rows each side of a ratio or a share counts, the change over a base (the first period's),
 the average number of things per owner, integer division, the question's date for today's, days (not divided
 into a unit the question does not name, a date moved by days or by a year part plus days, calendar years as
 dates moved by years, the question's number of days, to the first of several, the later date minus the
-earlier, then both ends of them, weeks, a window after a date and the side of a moved date) and distinct counts,
-a month as text, a day of the week, a part of a year and a whole year, one value where one is asked; the rounding
-last of the arithmetic, then the letter case of comparisons."""
+earlier, then both ends of them, weeks, a window after a date, the side of a moved date and a window before a
+date) and distinct counts, a month as text, a day of the week or of a month, a part of a year, a whole year and
+the first year after a date, one value where one is asked; the rounding last of the arithmetic, then the letter
+case of comparisons."""
 
 
 def findings(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:

@@ -1,11 +1,18 @@
-"""Parts of the calendar a question names: a day of the week ("on a Monday", "at the weekend"), a part of a year
-("the first half of 2023", "the fourth quarter") and a whole year ("started in 2022")."""
+"""Parts of the calendar a question names: a day of the week ("on a Monday", "at the weekend"), a day of a month
+("on the first day of a month"), a part of a year ("the first half of 2023", "the fourth quarter"), a whole year
+("started in 2022") and the first year after a date, not its calendar year."""
 
 from __future__ import annotations
+
+import calendar as days_in
+import datetime as dt
+import os
+import re
 
 from sqlglot import exp
 
 from ...repair import date_part, week_of_year
+from .dates import moved_by
 from .tree import Env, Finding, render, replaced, uncast, unparen
 from .words import Rules
 
@@ -65,16 +72,42 @@ def _day_or_week_of(node: exp.Expr) -> exp.Expr | None:
 
 def _day_of_week(date: exp.Expr, engine: str) -> exp.Expr:
     """The day of the week of ``date``, Sunday 0 to Saturday 6, in ``engine``'s SQL."""
+    return _numbered_part(date, "%w", "DOW", engine)
+
+
+def _numbered_part(date: exp.Expr, sqlite_format: str, part: str, engine: str) -> exp.Expr:
+    """A part of ``date`` as a whole number in ``engine``'s SQL: ``CAST(STRFTIME(format, d) AS INTEGER)`` on SQLite,
+    ``EXTRACT(part FROM d)`` on the others."""
     if engine == "sqlite":
-        call = exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string("%w"), date.copy()])
+        call = exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string(sqlite_format), date.copy()])
         return exp.Cast(this=call, to=exp.DataType.build("INTEGER"))
-    return exp.Extract(this=exp.var("DOW"), expression=date.copy())
+    return exp.Extract(this=exp.var(part), expression=date.copy())
+
+
+def month_day(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A day of a month the question names ("on the first day of a month") compared as a month
+    (``EXTRACT(MONTH FROM d) = 1``, January): the day of the month (``EXTRACT(DAY FROM d) = 1``)."""
+    if rules.month_day is None:
+        return []
+    found = []
+    for comparison in list(tree.find_all(exp.EQ)):
+        part = date_part(uncast(comparison.this))
+        literal = unparen(comparison.expression)
+        if part is None or part[0] != "MONTH" or not isinstance(literal, exp.Literal) \
+                or not literal.name.strip().isdigit() or int(literal.name) != rules.month_day:
+            continue
+        turned = exp.EQ(this=_numbered_part(part[1], "%d", "DAY", env.engine),
+                        expression=exp.Literal.number(rules.month_day))
+        found.append(replaced(f"the question names day {rules.month_day} of a month, but {render(comparison, env)} "
+                              "reads a month", comparison, turned, "the day of the month", env))
+    return found
 
 
 def year_part(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     """A month compared with the edge of the part of a year the question names, one month off ("the first half
     of 2023" as ``EXTRACT(MONTH FROM d) < 6``, "the fourth quarter" as ``> 10``, "the second half" as ``>= 6``):
-    the part's own edge (``<= 6``, ``>= 10``, ``>= 7``)."""
+    the part's own edge (``<= 6``, ``>= 10``, ``>= 7``); and the same of a date bounded by a month's first or last
+    day (``_dates_off_the_edge``)."""
     if rules.months is None:
         return []
     first, last = rules.months
@@ -101,7 +134,89 @@ def year_part(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
             found.append(replaced(f"the question asks for months {first} to {last}, but {render(comparison, env)} "
                                   f"{missed}", comparison, turned, f"up to month {edge}" if upper
                                   else f"from month {edge}", env))
+    return found + _dates_off_the_edge(tree, rules, env)
+
+
+def _dates_off_the_edge(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """A date bounded by a month's first or last day one month off the edge of the part of a year the question
+    names ("the second half of 2023" as ``created_on >= '2023-06-01'``, or ``BETWEEN '2023-01-01' AND
+    '2023-05-31'`` for the first half): the part's own edge (``'2023-07-01'``, ``'2023-06-30'``)."""
+    assert rules.months is not None
+    found = []
+    for bound, upper, inclusive in _date_bounds(tree):
+        if uncast(bound).name == rules.given_date:
+            continue  # a date the question gives is its own
+        day = dt.date.fromisoformat(uncast(bound).name)
+        edge = _edge_day(day, rules.months, upper, inclusive, rules.numbers)
+        if edge is None:
+            continue
+        turned: exp.Expr = exp.Literal.string(edge.isoformat())
+        if uncast(bound) is not bound:  # DATE '2023-06-01', CAST(... AS DATE): the same cast of the edge
+            turned = bound.copy()
+            uncast(turned).replace(exp.Literal.string(edge.isoformat()))
+        first, last = rules.months
+        found.append(replaced(f"the question asks for months {first} to {last}, but the date bound "
+                              f"{render(bound, env)} is one month off", bound, turned,
+                              "the edge of the part of the year", env))
     return found
+
+
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _date_bounds(tree: exp.Expr) -> list[tuple[exp.Expr, bool, bool]]:
+    """Each date text that bounds a value that is no literal, as (the bound as written, whether it is an upper
+    bound, whether the bound itself is in): ``d >= '2023-06-01'``, ``'2023-12-31' >= d``, the two ends of
+    ``d BETWEEN ... AND ...``."""
+    found: list[tuple[exp.Expr, bool, bool]] = []
+    for node in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between):
+        if isinstance(node, exp.Between):
+            if not isinstance(unparen(node.this), exp.Literal):
+                found += [(node.args["low"], False, True), (node.args["high"], True, True)]
+            continue
+        inclusive = isinstance(node, (exp.GTE, exp.LTE))
+        held_below = isinstance(node, (exp.LT, exp.LTE))  # the left side is held below the right
+        for value, bound, upper in ((node.this, node.expression, held_below),
+                                    (node.expression, node.this, not held_below)):
+            if not isinstance(unparen(value), exp.Literal):
+                found.append((bound, upper, inclusive))
+    return [(bound, upper, inclusive) for bound, upper, inclusive in found
+            if isinstance(text := uncast(bound), exp.Literal) and text.is_string and _ISO_DAY.fullmatch(text.name)
+            and _valid_day(text.name)]
+
+
+def _valid_day(text: str) -> bool:
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _edge_day(day: dt.date, months: tuple[int, int], upper: bool, inclusive: bool,
+              numbers: frozenset[int]) -> dt.date | None:
+    """The part of a year's edge (its first day for a lower bound, else its last, or the day after it for an
+    upper bound that leaves it out) in place of ``day``, where ``day`` bounds the months one off that edge; None
+    where ``day`` is no month's edge, is on the part's edge already or is further off."""
+    month = day.year * 12 + day.month - 1  # months since year 0, so that December and January are one apart
+    last_day = day.day == days_in.monthrange(day.year, day.month)[1]
+    if upper:  # the last month the bound keeps
+        kept = month if inclusive and last_day else month - 1 if not inclusive and day.day == 1 else None
+    else:  # the first month it keeps
+        kept = month if inclusive and day.day == 1 else month + 1 if not inclusive and last_day else None
+    if kept is None:
+        return None
+    wanted = (months[1] if upper else months[0]) - 1
+    edges = [year * 12 + wanted for year in (kept // 12 - 1, kept // 12, kept // 12 + 1)]
+    edge = next((e for e in edges if abs(e - kept) == 1), None)
+    if edge is None or (any(n > 999 for n in numbers) and edge // 12 not in numbers):
+        return None  # the edge falls in a year the question does not name
+    year, index = divmod(edge, 12)
+    if upper:
+        end = dt.date(year, index + 1, days_in.monthrange(year, index + 1)[1])
+        return end if inclusive else end + dt.timedelta(days=1)
+    start = dt.date(year, index + 1, 1)
+    return start if inclusive else start - dt.timedelta(days=1)
 
 
 def whole_year(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
@@ -141,3 +256,62 @@ def _bounded_elsewhere(tree: exp.Expr, comparison: exp.Expr, date: exp.Expr, env
             return True
     return any(render(part[1], env) == key for node in tree.find_all(exp.Func)
                if (part := date_part(node)) is not None)
+
+
+def period_after(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"During the first year after A" (or "in the first 6 months since A") compared as calendar years or months
+    of two dates (``YEAR(b) = YEAR(a)``, ``YEAR(b) - YEAR(a) <= 1``): the window from A to A moved on (``b >= a AND
+    b < DATE(a, '+1 years')``), A the date whose column the words after "after" name ("opened": ``opened_on``)."""
+    if rules.period_after is None:
+        return []
+    count, unit, words = rules.period_after
+    found = []
+    for comparison in list(tree.find_all(exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
+        dates = _calendar_pair(comparison, env)
+        if dates is None:
+            continue
+        named = [date for date in dates if _named_by(date, words)]
+        if len(named) != 1:
+            continue
+        start = named[0]
+        later = dates[1] if start is dates[0] else dates[0]
+        window = exp.paren(exp.and_(exp.GTE(this=later.copy(), expression=start.copy()),
+                                    exp.LT(this=later.copy(), expression=moved_by(start, count, unit, env.engine))))
+        found.append(replaced(f'the question asks for the first {count} {unit}{"s" if count != 1 else ""} after '
+                              f'"{words}", but {render(comparison, env)} compares calendar {unit}s', comparison,
+                              window, "from that date to that date moved on", env))
+    return found
+
+
+def _calendar_pair(comparison: exp.Expr, env: Env) -> tuple[exp.Expr, exp.Expr] | None:
+    """The two dates of a comparison made only of their years (or months) and whole numbers (``YEAR(b) =
+    YEAR(a)``, ``YEAR(b) - YEAR(a) <= 1``, ``YEAR(b) > YEAR(a) + 1``); None for any other comparison."""
+    parts: list[tuple[str, exp.Expr]] = []
+    stack = [comparison.this, comparison.expression]
+    while stack:
+        node = uncast(stack.pop())
+        part = date_part(node)
+        if part is not None:
+            parts.append(part)
+        elif isinstance(node, (exp.Add, exp.Sub)):
+            stack += [node.this, node.expression]
+        elif not (isinstance(node, exp.Literal) and not node.is_string):
+            return None
+    if len(parts) != 2 or parts[0][0] != parts[1][0] or parts[0][0] not in ("YEAR", "MONTH") \
+            or render(parts[0][1], env) == render(parts[1][1], env):
+        return None
+    return parts[0][1], parts[1][1]
+
+
+def _named_by(date: exp.Expr, words: str) -> bool:
+    """Whether ``date`` is a column whose name shares a stem of four letters or more with one of ``words``
+    ("opened_on" and "opened", "hire_date" and "hired"); dates, times and ids name nothing."""
+    column = uncast(date)
+    if not isinstance(column, exp.Column):
+        return False
+    tokens = [t for t in re.split(r"[^a-z0-9]+", column.name.lower()) if len(t) >= 4 and t not in _NAMELESS]
+    return any(len(os.path.commonprefix([token, word])) >= 4 for token in tokens
+               for word in re.findall(r"[a-z]+", words))
+
+
+_NAMELESS = frozenset({"date", "time", "when", "timestamp", "datetime"})

@@ -390,7 +390,8 @@ def _day_differences(tree: exp.Expr, env: Env) -> list[exp.Expr]:
 
 
 def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
-    """A number of days to "its first X" (or "their first X more than 2 years after"), answered over every X
+    """A number of days to "its first X" (or "their first X more than 2 years after", "X-ed for the first time
+    more than a year after"), answered over every X
     (``AVG(x.d - o.d) FROM o JOIN x ON x.k = o.k``, X joined or in the FROM, its date read in the outputs, the
     WHERE or the order): the join reads X's earliest date per owner instead (``(SELECT k, MIN(d) AS d FROM x
     GROUP BY k) AS x``)."""
@@ -399,6 +400,8 @@ def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     noun = rules.first
     two_words = _plurals(f"{noun}_{rules.first_next}") if rules.first_next else set()  # leave_requests
     names = _plurals(noun) | two_words
+    if rules.first_verb:  # "inspected for the first time": inspections; "hired": hires; "invoiced": invoices
+        names = _plurals(f"{noun}ion") | _plurals(f"{noun}e") | names
     catalog = env.catalog()
     column_of = column_resolver(tree, env)
     joins = tree.args.get("joins") or []
@@ -429,8 +432,10 @@ def first(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
 
         def apply(node: exp.Expr = node, derived: exp.Expr = derived) -> None:
             node.replace(derived)
-        named = f"{noun} {rules.first_next}" if node.name.lower() in two_words else noun
-        return [Finding(f'the question asks for the time to "its first {named}", but the SQL reads every {named}\'s '
+        named = f"{noun} {rules.first_next}" if node.name.lower() in two_words else node.name if rules.first_verb \
+            else noun
+        asked = f'"{noun}ed for the first time"' if rules.first_verb else f'the time to "its first {named}"'
+        return [Finding(f'the question asks for {asked}, but the SQL reads every {named}\'s '
                         f"{date.name}", f"{before} -> {render(derived, env)} (the earliest {named} of each)", apply)]
     return []
 

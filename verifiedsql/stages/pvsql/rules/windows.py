@@ -1,6 +1,7 @@
 """A date compared with another date moved on by the time the question names: "within 30 days after A" is the
-window from A to A moved on, "more than 10 days after A" lies beyond A moved on, "fewer than 90 days before D"
-after D moved back. Read on ``DATE(a, '+30 days')`` (SQLite) and ``a + INTERVAL '30 days'`` (the others)."""
+window from A to A moved on, "in the 90 days before D" the window from D moved back up to D, "more than 10 days
+after A" lies beyond A moved on, "fewer than 90 days before D" after D moved back. Read on
+``DATE(a, '+30 days')`` (SQLite) and ``a + INTERVAL '30 days'`` (the others)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import NamedTuple
 from sqlglot import exp
 
 from ...common.date_nodes import interval_amount, reads_today, time_amount, without_conversions
-from .tree import Env, Finding, render, replaced, unparen
+from .tree import Env, Finding, render, replaced, uncast, unparen
 from .words import Rules
 
 BELOW_ON_THE_LEFT = (exp.LTE, exp.LT)  # a < b, a <= b: the left side is held below; b > a, b >= a: the right
@@ -75,6 +76,29 @@ def within_moved(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     return found
 
 
+def window_before(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"In the 90 days before D" for a date compared with D moved back by the question's 90 days: held before it
+    (the dates before the window) becomes held from it on, ``d >= <D moved back>``; where nothing compares ``d``
+    with ``D``, ``d < D`` goes beside it (the window ends where D begins)."""
+    if rules.window_before is None:
+        return []
+    found = []
+    for comparison, date, moved, (start, count, unit), later in _compared_with_moved(tree):
+        if (count, unit) != rules.window_before:
+            continue
+        ends = not _compares(tree, date, start, env)
+        kept: exp.Expr = comparison if later else exp.GTE(this=date.copy(), expression=moved.copy())
+        if ends:
+            kept = exp.paren(exp.and_(kept.copy(), exp.LT(this=date.copy(), expression=start.copy())))
+        if later and not ends:
+            continue
+        problem = "keeps the dates before the window" if not later else "keeps the dates after the window's end"
+        found.append(replaced(f"the question asks for the {-count} {unit}s before {render(start, env)}, but "
+                              f"{render(comparison, env)} {problem}", comparison, kept,
+                              f"from {render(moved, env)} up to {render(start, env)}", env))
+    return found
+
+
 def beyond(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     """"More than 10 days after A" (a date later than A moved on by 10 days), "fewer than 10 days after A"
     (earlier), "more than 90 days before D" (earlier than D moved back by 90 days), "fewer than 90 days before D"
@@ -108,8 +132,9 @@ def _compared_with_moved(tree: exp.Expr) -> list[Compared]:
 
 
 def _compares(tree: exp.Expr, one: exp.Expr, other: exp.Expr, env: Env) -> bool:
-    """Whether ``tree`` compares ``one`` with ``other`` anywhere (either way round)."""
-    pair = {render(unparen(one), env), render(unparen(other), env)}
-    return any({render(unparen(c.this), env), render(unparen(c.expression), env)} == pair
+    """Whether ``tree`` compares ``one`` with ``other`` anywhere (either way round; a cast of either counts as it:
+    ``d < CAST('2023-01-01' AS DATE)`` compares ``d`` with ``'2023-01-01'``)."""
+    pair = {render(uncast(one), env), render(uncast(other), env)}
+    return any({render(uncast(c.this), env), render(uncast(c.expression), env)} == pair
                for c in tree.find_all(*_TURNED))
 

@@ -63,6 +63,8 @@ _GROWTH = re.compile(r"(?:\bpercent(?:age)?|%)\s*(?:change|growth|increase|decre
 
 # "its first order", "their first leave request" (not "its first and its last day"): the noun and the next word
 _FIRST = re.compile(r"\b(?:its|their) first (?!(?:and|or)\b)([a-z]+)\b(?: ([a-z]+)\b)?")
+# "inspected for the first time": the verb's stem, for the noun of the table of those events (``inspections``)
+_FIRST_TIME = re.compile(r"\b([a-z]{3,})ed for the first time\b")
 
 
 _AFTER = re.compile(r"\bdays? (after|since|before) (.+) (?:did|does|do|was|were|is|are|had|has) (.+?)(?:[?.,;]|$)")
@@ -87,6 +89,18 @@ _IN_YEAR = re.compile(r"(?<!since )(?<!after )(?<!from )(?<!before )(?<!until )\
                       r"(?! to\b| or (?:later|after|\d{4})\b| and (?:later|after|\d{4})\b| onwards?\b|-\d)")
 _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
 _YEAR_PART = re.compile(rf"\b({'|'.join(_ORDINALS)}) (half|quarter)\b|\bq([1-4])\b")
+
+
+# "on the first day of a month", "the 15th of each month": the day of the month it names
+_MONTH_DAY = re.compile(r"\b(?:the )?(first|last|\d{1,2}(?:st|nd|rd|th)) (?:day )?of (?:a|the|each|every|any) month\b")
+# "in the 90 days before 2023-01-01", "during the last two weeks before their leave": a window that ends at a date
+_WINDOW_BEFORE = re.compile(rf"\b(?:in|during|within) the (?:last |final )?({_NUMBER}|{'|'.join(_AMOUNT_WORDS)}) "
+                            r"(day|week|month|year)s? (?:before|prior to|leading up to)\b")
+
+# "during the first year after their restaurant opened", "in the first 6 months since signing up": a window that
+# starts at a date; the words after it name that date
+_PERIOD_AFTER = re.compile(rf"\b(?:during|in|within) (?:the|its|their) first (?:({_NUMBER}|{'|'.join(_AMOUNT_WORDS)}) "
+                           r")?(day|week|month|year)s? (?:after|since|following) (.+?)(?:[?.,;]|$)")
 
 
 _DISTINCT_COUNT = re.compile(r"\b(?:how many|number of|count(?: of)?)\s+(?:the\s+)?(?:distinct|different|unique)\s+"
@@ -130,6 +144,7 @@ class Rules:
     beyond: tuple[tuple[int, str, bool], ...] = ()
     first: str | None = None  # days or an amount of time to "its first X": X's noun
     first_next: str | None = None  # the word after it: X may be two words ("their first leave request")
+    first_verb: bool = False  # X is a verb's stem ("inspected for the first time": "inspect"), not a noun
     span: tuple[str, str] | None = None  # a number of days from A to B: (A's words, B's words), B the later
     growth: bool = False  # a percentage change: (new - base) / base
     periods: tuple[str, str] | None = None  # a change "from 2023 to 2024": the base's year and the new one's
@@ -143,13 +158,18 @@ class Rules:
     weekdays: frozenset[int] = frozenset()  # the days of the week it names, Sunday 0 to Saturday 6
     months: tuple[int, int] | None = None  # the part of a year it names: its first month and its last
     years: frozenset[int] = frozenset()  # the calendar years it names with "in" or "during" ("started in 2022")
+    month_day: int | None = None  # the day of a month it names ("on the first day of a month": 1)
+    window_before: tuple[int, str] | None = None  # "in the 90 days before D": the move back from D, (-90, "day")
+    # "during the first year after A": the move on from A, (1, "year"), and the words that name A
+    period_after: tuple[int, str, str] | None = None
     # it asks for one amount (how many, an average, a total) and for no value per group
     one_value: bool = field(default=False, compare=False)
 
     @property
     def any(self) -> bool:
         """Whether it settles any arithmetic (a candidate that breaks none of it earns the ``constraints`` check)."""
-        return bool(self.given_date or self.weekdays or self.months or self.scale or self.divisor or self.fractional
+        return bool(self.given_date or self.weekdays or self.months or self.month_day or self.window_before
+                    or self.period_after or self.scale or self.divisor or self.fractional
                     or self.days or self.inclusive or self.first or self.durations or self.weeks or self.growth
                     or self.beyond or self.per_item or self.distinct or self.month_text or self.rounding is not None
                     or self.case_insensitive)
@@ -170,6 +190,16 @@ class Rules:
             lines.append("a day of the week is the date's weekday, not its day of the month or week of the year")
         if self.months:
             lines.append(f"the part of the year it names runs from month {self.months[0]} to month {self.months[1]}")
+        if self.month_day:
+            lines.append(f"a day of the month is the date's day ({self.month_day}), not its month")
+        if self.window_before:
+            count, unit = self.window_before
+            lines.append(f"the dates lie in the {-count} {unit}{'s' if count != -1 else ''} before a date: from that "
+                         "date moved back up to the date itself")
+        if self.period_after:
+            count, unit, words = self.period_after
+            lines.append(f'the first {count} {unit}{"s" if count != 1 else ""} after "{words}" run from that date '
+                         "to that date moved on, not by calendar years or months")
         if self.years:
             lines.append(f"a year named ({', '.join(map(str, sorted(self.years)))}) runs to its last day")
         if self.divisor:
@@ -187,7 +217,9 @@ class Rules:
         for count, unit, later in self.beyond:
             moved = f"{abs(count)} {unit}{'s' if abs(count) != 1 else ''} {'after' if count > 0 else 'before'}"
             lines.append(f"a date {moved} another lies {'later' if later else 'earlier'} than that date moved on")
-        if self.first:
+        if self.first and self.first_verb:
+            lines.append(f'"{self.first}ed for the first time" reads the earliest date of each')
+        elif self.first:
             lines.append(f"\"its first {self.first}\" is the earliest {self.first} of each")
         if self.span:
             lines.append(f'the days run from "{self.span[0]}" to "{self.span[1]}": the later date minus the earlier')
@@ -223,6 +255,7 @@ def read_rules(question: str) -> Rules:
     periods = _PERIODS.search(text)
     durations = tuple(dict.fromkeys((_whole(n), unit) for n, unit in _DURATION.findall(text)))
     first = _FIRST.search(text) if days or durations else None
+    first_time = _FIRST_TIME.search(text) if (days or durations) and not first else None
     span = _span(text) if days else None
     per = _PER_ITEM.search(text)
     per_item = ((per.group(1) or per.group(3)).strip(), per.group(2) or per.group(4)) if per else None
@@ -232,7 +265,8 @@ def read_rules(question: str) -> Rules:
                  weeks=bool(_WEEKS.search(text)),
                  inclusive=days and bool(_INCLUSIVE.search(text)), within_after=bool(_WITHIN_AFTER.search(text)),
                  beyond=_beyond(text),
-                 first=first.group(1) if first else None, first_next=first.group(2) if first else None, span=span,
+                 first=first.group(1) if first else first_time.group(1) if first_time else None,
+                 first_next=first.group(2) if first else None, first_verb=first_time is not None, span=span,
                  growth=bool(_GROWTH.search(text)),
                  periods=(periods.group(1), periods.group(2)) if periods else None, per_item=per_item,
                  distinct=distinct.group(1) if distinct else None, month_text=bool(_MONTH_TEXT.search(text)),
@@ -240,7 +274,8 @@ def read_rules(question: str) -> Rules:
                  numbers=frozenset(_whole(number) for number in re.findall(_NUMBER, text))
                  | {_whole(n) for n, _ in _DURATION.findall(text)},
                  given_date=_given_date(question), weekdays=_weekdays(text), months=_months(text),
-                 years=frozenset(int(year) for year in _IN_YEAR.findall(text)),
+                 years=frozenset(int(year) for year in _IN_YEAR.findall(text)), month_day=_month_day(text),
+                 window_before=_window_before(text), period_after=_period_after(text),
                  one_value=bool(_AN_AMOUNT.search(text)) and not ASKS_PER_GROUP.search(text)
                  and not _MANY.search(text))
 
@@ -273,6 +308,28 @@ def _months(text: str) -> tuple[int, int] | None:
         if number * size <= 12:
             parts.add(((number - 1) * size + 1, number * size))
     return parts.pop() if len(parts) == 1 else None
+
+
+def _month_day(text: str) -> int | None:
+    """The one day of a month ``text`` names ("the first day of a month": 1, "the 15th of each month": 15); None
+    for none, several or the last day (whose number depends on the month)."""
+    days = {1 if day == "first" else int(day[:-2]) for day in _MONTH_DAY.findall(text) if day != "last"}
+    return days.pop() if len(days) == 1 and 1 <= min(days) <= 31 else None
+
+
+def _window_before(text: str) -> tuple[int, str] | None:
+    """The move back of the one window ``text`` ends at a date ("in the 90 days before D": (-90, "day"); a week
+    is 7 days), or None."""
+    windows = {time_amount(f"-{_whole(number)} {unit}") for number, unit in _WINDOW_BEFORE.findall(text)}
+    return windows.pop() if len(windows) == 1 else None
+
+
+def _period_after(text: str) -> tuple[int, str, str] | None:
+    """(the move on, its unit, the words after "after") of the one window ``text`` starts at a date ("during the
+    first year after their restaurant opened": (1, "year", "their restaurant opened")), or None."""
+    found = {(*amount, words.strip()) for number, unit, words in _PERIOD_AFTER.findall(text)
+             if (amount := time_amount(f"+{_whole(number) if number else 1} {unit}")) is not None}
+    return found.pop() if len(found) == 1 else None
 
 
 def _whole(number: str) -> int:
