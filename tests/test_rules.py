@@ -1191,6 +1191,25 @@ def test_the_days_before_a_date_are_a_window_that_ends_at_it(engine, sql, expect
     assert fixed("How many customers signed up in the 90 days before 2023-01-01?", sql, engine)[0] == expected
 
 
+@pytest.mark.parametrize(("engine", "sql", "expected"), [
+    ("sqlite", "SELECT SUM(amount) FROM invoices WHERE issued_on < '2024-07-01'",
+     "SELECT SUM(amount) FROM invoices WHERE (issued_on >= DATE('2024-07-01', '-12 months') "
+     "AND issued_on < '2024-07-01')"),
+    ("postgresql", "SELECT SUM(amount) FROM invoices WHERE '2024-07-01' > issued_on",
+     "SELECT SUM(amount) FROM invoices WHERE (issued_on >= CAST('2024-07-01' AS DATE) - INTERVAL '12 MONTH' "
+     "AND '2024-07-01' > issued_on)"),
+    ("sqlite",  # the start given: nothing to do
+     "SELECT SUM(amount) FROM invoices WHERE issued_on < '2024-07-01' AND issued_on >= '2023-07-01'",
+     "SELECT SUM(amount) FROM invoices WHERE issued_on < '2024-07-01' AND issued_on >= '2023-07-01'"),
+    ("sqlite",  # the dates after it: not the window's end
+     "SELECT SUM(amount) FROM invoices WHERE issued_on > '2024-07-01'",
+     "SELECT SUM(amount) FROM invoices WHERE issued_on > '2024-07-01'"),
+])
+def test_a_window_before_a_date_given_as_its_end_alone_gets_its_start(engine, sql, expected):
+    question = "What is the total amount of the invoices issued in the 12 months before 2024-07-01?"
+    assert fixed(question, sql, engine)[0] == expected
+
+
 @pytest.mark.parametrize(("question", "window"), [
     ("How many customers signed up in the 90 days before 2023-01-01?", (-90, "day")),
     ("How many orders were placed during the last two weeks before 2024-01-01?", (-14, "day")),

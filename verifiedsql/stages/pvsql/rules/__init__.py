@@ -52,7 +52,7 @@
 - **weekday**: "on a Monday" (or "at the weekend") compared as a day of the month or a week of the year is the
   date's day of the week;
 - **window before**: "in the 90 days before D" holds a date from D moved back by 90 days up to D, not before
-  the moved date nor after D;
+  the moved date nor after D, nor from any time before D;
 - **month day**: "on the first day of a month" compared as a month (``EXTRACT(MONTH FROM d) = 1``) is the day
   of the month;
 - **year part**: "the first half of 2023" (or "the fourth quarter", "Q2") as months one short of the part's edge

@@ -12,8 +12,8 @@ import re
 from sqlglot import exp
 
 from ...repair import date_part, week_of_year
-from .dates import moved_by
 from .tree import Env, Finding, render, replaced, uncast, unparen
+from .windows import moved_by
 from .words import Rules
 
 _COMPARED = (exp.EQ, exp.In)

@@ -23,7 +23,7 @@ from .tree import (
     uncast,
     unparen,
 )
-from .windows import BELOW_ON_THE_LEFT, within_moved
+from .windows import BELOW_ON_THE_LEFT, moved_by, within_moved
 from .words import Rules
 
 
@@ -203,7 +203,6 @@ def _year_plus(node: exp.Expr) -> tuple[exp.Expr, int] | None:
     return None
 
 
-_SQLITE_UNITS = {"day": "days", "week": "days", "month": "months", "year": "years"}
 
 
 def year_shift(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
@@ -282,15 +281,6 @@ def _as_dates(one: exp.Expr, other: exp.Expr, years: set[int], env: Env) -> tupl
     if shift is None or abs(shift[1]) not in years or year is None or year[0] != "YEAR":
         return None
     return moved_by(shift[0], shift[1], "year", env.engine), year[1].copy()
-
-
-def moved_by(date: exp.Expr, count: int, unit: str, engine: str) -> exp.Expr:
-    """``date`` moved by ``count`` (signed) days, months or years in ``engine``'s date arithmetic: ``DATE(d,
-    '+10 years')`` on SQLite, ``d + INTERVAL '10 YEAR'`` elsewhere."""
-    if engine == "sqlite":
-        return exp.Date(this=date.copy(), expressions=[exp.Literal.string(f"{count:+d} {_SQLITE_UNITS[unit]}")])
-    interval = exp.Interval(this=exp.Literal.string(str(abs(count))), unit=exp.var(unit.upper()))
-    return (exp.Add if count >= 0 else exp.Sub)(this=date.copy(), expression=interval)
 
 
 _DAYS_IN = {365.0: "YEAR", 365.25: "YEAR", 30.0: "MONTH", 7.0: "WEEK"}  # a divisor that turns days into the unit

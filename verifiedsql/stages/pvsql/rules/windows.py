@@ -55,6 +55,18 @@ def moved_date(node: exp.Expr) -> Move | None:
     return Move(start, *amount)
 
 
+_SQLITE_UNITS = {"day": "days", "week": "days", "month": "months", "year": "years"}
+
+
+def moved_by(date: exp.Expr, count: int, unit: str, engine: str) -> exp.Expr:
+    """``date`` moved by ``count`` (signed) days, months or years in ``engine``'s date arithmetic: ``DATE(d,
+    '+10 years')`` on SQLite, ``d + INTERVAL '10 YEAR'`` elsewhere."""
+    if engine == "sqlite":
+        return exp.Date(this=date.copy(), expressions=[exp.Literal.string(f"{count:+d} {_SQLITE_UNITS[unit]}")])
+    interval = exp.Interval(this=exp.Literal.string(str(abs(count))), unit=exp.var(unit.upper()))
+    return (exp.Add if count >= 0 else exp.Sub)(this=date.copy(), expression=interval)
+
+
 def within_moved(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     """"Within N days after A" for a date compared with A moved on by the question's N days: held at or after it
     (the dates after the window) becomes ``d BETWEEN a AND <a moved on>``; held up to it with nothing comparing
@@ -79,7 +91,8 @@ def within_moved(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
 def window_before(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     """"In the 90 days before D" for a date compared with D moved back by the question's 90 days: held before it
     (the dates before the window) becomes held from it on, ``d >= <D moved back>``; where nothing compares ``d``
-    with ``D``, ``d < D`` goes beside it (the window ends where D begins)."""
+    with ``D``, ``d < D`` goes beside it (the window ends where D begins); a date held only below the question's
+    date gets the window's start beside it (``_window_start``)."""
     if rules.window_before is None:
         return []
     found = []
@@ -96,7 +109,37 @@ def window_before(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         found.append(replaced(f"the question asks for the {-count} {unit}s before {render(start, env)}, but "
                               f"{render(comparison, env)} {problem}", comparison, kept,
                               f"from {render(moved, env)} up to {render(start, env)}", env))
+    return found or _window_start(tree, rules, env)
+
+
+def _window_start(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
+    """"In the 12 months before 2024-07-01" given as the end alone (``d < '2024-07-01'``, the question's one date,
+    with nothing else comparing ``d``): the window's start beside it (``d >= DATE('2024-07-01', '-12 months')``)."""
+    assert rules.window_before is not None
+    count, unit = rules.window_before
+    found = []
+    for comparison in list(tree.find_all(*_TURNED)):
+        for date, end, on_left in ((comparison.this, comparison.expression, True),
+                                   (comparison.expression, comparison.this, False)):
+            text = uncast(end)
+            if isinstance(unparen(date), exp.Literal) or not isinstance(text, exp.Literal) or not text.is_string \
+                    or text.name != rules.given_date or on_left != isinstance(comparison, BELOW_ON_THE_LEFT) \
+                    or _compared_elsewhere(tree, comparison, date, env):
+                continue
+            day = end if end is not text or env.engine == "sqlite" else exp.cast(text.copy(), "DATE")
+            start = moved_by(day, count, unit, env.engine)
+            window = exp.paren(exp.and_(exp.GTE(this=date.copy(), expression=start), comparison.copy()))
+            found.append(replaced(f"the question asks for the {-count} {unit}s before {text.name}, but "
+                                  f"{render(comparison, env)} keeps every date before it", comparison, window,
+                                  f"from {render(start, env)} up to {text.name}", env))
     return found
+
+
+def _compared_elsewhere(tree: exp.Expr, comparison: exp.Expr, date: exp.Expr, env: Env) -> bool:
+    """Whether ``tree`` compares ``date`` (the same SQL, casts aside) in any comparison but ``comparison``."""
+    key = render(uncast(date), env)
+    return any(other is not comparison and any(render(uncast(side), env) == key for side in other.iter_expressions())
+               for other in tree.find_all(*_TURNED, exp.EQ, exp.Between))
 
 
 def beyond(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
