@@ -121,7 +121,7 @@ _LATER_SETS = (("", "first", ("sqlite", "postgresql")), ("-2", "second", ("sqlit
                ("-3", "third", ("sqlite", "postgresql")), ("-4", "fourth", ("sqlite", "postgresql")),
                ("-5", "fifth", ("sqlite", "postgresql")), ("-6", "sixth", ("sqlite",)),
                ("-7", "seventh", ("sqlite", "postgresql")), ("-8", "eighth", ("sqlite", "postgresql")),
-               ("-9", "ninth", ("sqlite", "postgresql")))
+               ("-9", "ninth", ("sqlite", "postgresql")), ("-10", "tenth", ("sqlite", "postgresql")))
 ANALYTICS_RUNS = {
     "analytics-sqlite-1.5b": ("1.5b", "sqlite", _ANALYTICS_STRATEGIES, "On SQLite, the 1.5B model", "analytics"),
     "analytics-postgresql-1.5b": ("1.5b", "postgresql", _ANALYTICS_STRATEGIES, "On PostgreSQL, the 1.5B model",
