@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import calendar as days_in
 import datetime as dt
-import os
 import re
 
 from sqlglot import exp
 
 from ...repair import date_part, week_of_year
-from .tree import Env, Finding, render, replaced, uncast, unparen
+from .dates import named_by
+from .tree import Env, Finding, compared_elsewhere, render, replaced, uncast, unparen
 from .windows import moved_by
 from .words import Rules
 
@@ -143,10 +143,9 @@ def _dates_off_the_edge(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]
     '2023-05-31'`` for the first half): the part's own edge (``'2023-07-01'``, ``'2023-06-30'``)."""
     assert rules.months is not None
     found = []
-    for bound, upper, inclusive in _date_bounds(tree):
-        if uncast(bound).name == rules.given_date:
+    for bound, day, upper, inclusive in _date_bounds(tree):
+        if day.isoformat() == rules.given_date:
             continue  # a date the question gives is its own
-        day = dt.date.fromisoformat(uncast(bound).name)
         edge = _edge_day(day, rules.months, upper, inclusive, rules.numbers)
         if edge is None:
             continue
@@ -161,12 +160,9 @@ def _dates_off_the_edge(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]
     return found
 
 
-_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def _date_bounds(tree: exp.Expr) -> list[tuple[exp.Expr, bool, bool]]:
-    """Each date text that bounds a value that is no literal, as (the bound as written, whether it is an upper
-    bound, whether the bound itself is in): ``d >= '2023-06-01'``, ``'2023-12-31' >= d``, the two ends of
+def _date_bounds(tree: exp.Expr) -> list[tuple[exp.Expr, dt.date, bool, bool]]:
+    """Each date text that bounds a value that is no literal, as (the bound as written, its day, whether it is an
+    upper bound, whether the bound itself is in): ``d >= '2023-06-01'``, ``'2023-12-31' >= d``, the two ends of
     ``d BETWEEN ... AND ...``."""
     found: list[tuple[exp.Expr, bool, bool]] = []
     for node in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between):
@@ -180,17 +176,21 @@ def _date_bounds(tree: exp.Expr) -> list[tuple[exp.Expr, bool, bool]]:
                                     (node.expression, node.this, not held_below)):
             if not isinstance(unparen(value), exp.Literal):
                 found.append((bound, upper, inclusive))
-    return [(bound, upper, inclusive) for bound, upper, inclusive in found
-            if isinstance(text := uncast(bound), exp.Literal) and text.is_string and _ISO_DAY.fullmatch(text.name)
-            and _valid_day(text.name)]
+    return [(bound, day, upper, inclusive) for bound, upper, inclusive in found
+            if (day := _iso_day(uncast(bound))) is not None]
 
 
-def _valid_day(text: str) -> bool:
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _iso_day(node: exp.Expr) -> dt.date | None:
+    """The day a text literal gives as YYYY-MM-DD, or None (another node, another text, no such day)."""
+    if not isinstance(node, exp.Literal) or not node.is_string or not _ISO_DAY.fullmatch(node.name):
+        return None
     try:
-        dt.date.fromisoformat(text)
+        return dt.date.fromisoformat(node.name)
     except ValueError:
-        return False
-    return True
+        return None
 
 
 def _edge_day(day: dt.date, months: tuple[int, int], upper: bool, inclusive: bool,
@@ -249,19 +249,17 @@ def _first_day_of(text: str, years: frozenset[int]) -> bool:
 
 
 def _bounded_elsewhere(tree: exp.Expr, comparison: exp.Expr, date: exp.Expr, env: Env) -> bool:
-    """Whether ``tree`` compares ``date`` (the same SQL) in any other comparison, or reads its year or month."""
-    key = render(unparen(date), env)
-    for other in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.Between, exp.Like):
-        if other is not comparison and any(render(unparen(node), env) == key for node in other.iter_expressions()):
-            return True
-    return any(render(part[1], env) == key for node in tree.find_all(exp.Func)
-               if (part := date_part(node)) is not None)
+    """Whether ``tree`` compares ``date`` in any other comparison, or reads its year or month."""
+    key = render(uncast(date), env)
+    return compared_elsewhere(tree, comparison, date, env) \
+        or any(render(part[1], env) == key for node in tree.find_all(exp.Func) if (part := date_part(node)) is not None)
 
 
 def period_after(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     """"During the first year after A" (or "in the first 6 months since A") compared as calendar years or months
     of two dates (``YEAR(b) = YEAR(a)``, ``YEAR(b) - YEAR(a) <= 1``): the window from A to A moved on (``b >= a AND
-    b < DATE(a, '+1 years')``), A the date whose column the words after "after" name ("opened": ``opened_on``)."""
+    b < DATE(a, '+1 years')``), A the date whose column the words after "after" name (``named_by``: "opened",
+    ``opened_on``)."""
     if rules.period_after is None:
         return []
     count, unit, words = rules.period_after
@@ -270,7 +268,7 @@ def period_after(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         dates = _calendar_pair(comparison, env)
         if dates is None:
             continue
-        named = [date for date in dates if _named_by(date, words)]
+        named = [date for date in dates if named_by(date, words)]
         if len(named) != 1:
             continue
         start = named[0]
@@ -302,16 +300,3 @@ def _calendar_pair(comparison: exp.Expr, env: Env) -> tuple[exp.Expr, exp.Expr] 
         return None
     return parts[0][1], parts[1][1]
 
-
-def _named_by(date: exp.Expr, words: str) -> bool:
-    """Whether ``date`` is a column whose name shares a stem of four letters or more with one of ``words``
-    ("opened_on" and "opened", "hire_date" and "hired"); dates, times and ids name nothing."""
-    column = uncast(date)
-    if not isinstance(column, exp.Column):
-        return False
-    tokens = [t for t in re.split(r"[^a-z0-9]+", column.name.lower()) if len(t) >= 4 and t not in _NAMELESS]
-    return any(len(os.path.commonprefix([token, word])) >= 4 for token in tokens
-               for word in re.findall(r"[a-z]+", words))
-
-
-_NAMELESS = frozenset({"date", "time", "when", "timestamp", "datetime"})

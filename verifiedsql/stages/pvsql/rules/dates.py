@@ -457,7 +457,7 @@ def _stem(word: str) -> str:
     return word
 
 
-def _named_by(side: exp.Expr, words: str) -> bool:
+def named_by(side: exp.Expr, words: str) -> bool:
     """Whether ``words`` name the date ``side`` reads: a part of its one column's name is a form of one of them
     (``created_on``: "an account was created"), or its one date literal is among them."""
     columns = {c.name.lower() for c in side.find_all(exp.Column)}
@@ -477,8 +477,8 @@ def direction(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
     found = []
     for difference in _day_differences(tree, env):
         first_side, second_side = difference.this, difference.expression  # DATE_DIFF: this is the end, too
-        backwards = (_named_by(first_side, earlier) and not _named_by(first_side, later)
-                     and _named_by(second_side, later) and not _named_by(second_side, earlier))
+        backwards = (named_by(first_side, earlier) and not named_by(first_side, later)
+                     and named_by(second_side, later) and not named_by(second_side, earlier))
         if not backwards:
             continue
         turned = difference.copy()

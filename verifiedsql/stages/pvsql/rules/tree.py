@@ -139,6 +139,14 @@ def replaced(problem: str, node: exp.Expr, new: exp.Expr, why: str, env: Env) ->
     return Finding(problem, f"{render(node, env)} -> {render(new, env)} ({why})", lambda: node.replace(new.copy()))
 
 
+def compared_elsewhere(tree: exp.Expr, comparison: exp.Expr, node: exp.Expr, env: Env) -> bool:
+    """Whether ``tree`` compares ``node`` (the same SQL, parentheses and casts aside) in any comparison but
+    ``comparison``: an order, an equality, a BETWEEN or a LIKE."""
+    key = render(uncast(node), env)
+    return any(other is not comparison and any(render(uncast(side), env) == key for side in other.iter_expressions())
+               for other in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.Between, exp.Like))
+
+
 def reads_words(tree: exp.Expr, words: set[str]) -> bool:
     """Whether the SQL reads a column whose name holds one of ``words`` (``pct_late``: it stores percentages)."""
     return any(set(re.split(r"[^a-z0-9]+", c.name.lower())) & words for c in tree.find_all(exp.Column))

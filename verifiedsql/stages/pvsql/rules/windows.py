@@ -10,7 +10,7 @@ from typing import NamedTuple
 from sqlglot import exp
 
 from ...common.date_nodes import interval_amount, reads_today, time_amount, without_conversions
-from .tree import Env, Finding, render, replaced, uncast, unparen
+from .tree import Env, Finding, compared_elsewhere, render, replaced, uncast, unparen
 from .words import Rules
 
 BELOW_ON_THE_LEFT = (exp.LTE, exp.LT)  # a < b, a <= b: the left side is held below; b > a, b >= a: the right
@@ -100,11 +100,11 @@ def window_before(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
         if (count, unit) != rules.window_before:
             continue
         ends = not _compares(tree, date, start, env)
+        if later and not ends:
+            continue  # the window as asked
         kept: exp.Expr = comparison if later else exp.GTE(this=date.copy(), expression=moved.copy())
         if ends:
             kept = exp.paren(exp.and_(kept.copy(), exp.LT(this=date.copy(), expression=start.copy())))
-        if later and not ends:
-            continue
         problem = "keeps the dates before the window" if not later else "keeps the dates after the window's end"
         found.append(replaced(f"the question asks for the {-count} {unit}s before {render(start, env)}, but "
                               f"{render(comparison, env)} {problem}", comparison, kept,
@@ -124,7 +124,7 @@ def _window_start(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
             text = uncast(end)
             if isinstance(unparen(date), exp.Literal) or not isinstance(text, exp.Literal) or not text.is_string \
                     or text.name != rules.given_date or on_left != isinstance(comparison, BELOW_ON_THE_LEFT) \
-                    or _compared_elsewhere(tree, comparison, date, env):
+                    or compared_elsewhere(tree, comparison, date, env):
                 continue
             day = end if end is not text or env.engine == "sqlite" else exp.cast(text.copy(), "DATE")
             start = moved_by(day, count, unit, env.engine)
@@ -133,13 +133,6 @@ def _window_start(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
                                   f"{render(comparison, env)} keeps every date before it", comparison, window,
                                   f"from {render(start, env)} up to {text.name}", env))
     return found
-
-
-def _compared_elsewhere(tree: exp.Expr, comparison: exp.Expr, date: exp.Expr, env: Env) -> bool:
-    """Whether ``tree`` compares ``date`` (the same SQL, casts aside) in any comparison but ``comparison``."""
-    key = render(uncast(date), env)
-    return any(other is not comparison and any(render(uncast(side), env) == key for side in other.iter_expressions())
-               for other in tree.find_all(*_TURNED, exp.EQ, exp.Between))
 
 
 def beyond(tree: exp.Expr, rules: Rules, env: Env) -> list[Finding]:
